@@ -1,0 +1,150 @@
+"""Front matter and body of Markdown notes: parsing, writing, headings and slugs.
+
+Every reader and writer of note-shaped files goes through here, so one rule holds everywhere:
+a note is an optional `---` fenced YAML mapping followed by a Markdown body. Parsing strips a
+UTF-8 BOM and accepts CRLF; writing uses a real YAML emitter, so a value holding `:`, quotes or
+newlines can never break the block (the original wrote raw `key: value` lines).
+
+Dates stay strings in both directions: `date: 2026-05-01` loads as the string "2026-05-01"
+and is written back unquoted, so metadata survives a JSON round trip and files stay greppable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import yaml
+
+from minionsd.errors import MinionsError
+
+BOM = "\ufeff"
+_FENCE = "---"
+_SAFE_SLUG_RE = re.compile(r"[A-Za-z0-9._-]+")
+_H1_RE = re.compile(r"^#[ \t]+(\S.*)$", re.MULTILINE)
+SAFE_SLUG_MAX = 80
+_MD5_SUFFIX_LEN = 8
+
+
+class FrontMatterError(MinionsError):
+    """A note's front matter is not valid YAML or not a mapping."""
+
+    code = -32602
+    message = "Invalid params"
+
+
+def _without_timestamps(resolvers: dict) -> dict:
+    """Copy a resolver table minus the timestamp rule (dates stay plain strings)."""
+    return {
+        first: [(tag, rx) for tag, rx in rules if tag != "tag:yaml.org,2002:timestamp"]
+        for first, rules in resolvers.items()
+    }
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Loader.yaml_implicit_resolvers = _without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
+_Dumper.yaml_implicit_resolvers = _without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
+
+
+def _split_front_matter(text: str) -> tuple[str, str] | None:
+    """Return (yaml text, body) when `text` opens with a closed `---` block, else None.
+
+    Leading blank lines are allowed before the opening fence. One blank line after the closing
+    fence belongs to the layout, not to the body (render_note writes it back).
+    """
+    lines = text.splitlines(keepends=True)
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start == len(lines) or lines[start].rstrip() != _FENCE:
+        return None
+    for end in range(start + 1, len(lines)):
+        if lines[end].rstrip() == _FENCE:
+            rest = lines[end + 1 :]
+            if rest and rest[0] in ("\n", "\r\n"):
+                rest = rest[1:]
+            return "".join(lines[start + 1 : end]), "".join(rest)
+    # An opening fence that is never closed is a horizontal rule, not front matter.
+    return None
+
+
+def parse_note(text: str) -> tuple[dict, str]:
+    """Split a note into (front matter mapping, body); no front matter gives ({}, text)."""
+    if text.startswith(BOM):
+        text = text[len(BOM) :]
+    split = _split_front_matter(text)
+    if split is None:
+        return {}, text
+    block, body = split
+    try:
+        meta = yaml.load(block, Loader=_Loader)  # _Loader derives from SafeLoader
+    except yaml.YAMLError as exc:
+        raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+    if meta is None:
+        return {}, body
+    if not isinstance(meta, dict):
+        kind = type(meta).__name__
+        raise FrontMatterError(f"front matter must be a mapping of keys to values, not a {kind}")
+    return meta, body
+
+
+def render_note(meta: dict[str, Any], body: str) -> str:
+    """Write a note: a `---` YAML block (key order kept), a blank line, then the body.
+
+    An empty mapping writes the body alone, so parse_note(render_note(m, b)) == (m, b).
+    """
+    if not meta:
+        return body
+    try:
+        block = yaml.dump(
+            meta,
+            Dumper=_Dumper,
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
+            width=10_000,  # no folding: one `key: value` line per scalar stays greppable
+        )
+    except yaml.YAMLError as exc:
+        raise FrontMatterError(f"front matter cannot be written as YAML: {exc}") from exc
+    return f"{_FENCE}\n{block}{_FENCE}\n\n{body}"
+
+
+def first_heading(body: str) -> str | None:
+    """Text of the first level-1 ATX heading (`# Title`), trimmed; None when there is none."""
+    match = _H1_RE.search(body)
+    if match is None:
+        return None
+    return match.group(1).strip() or None
+
+
+def slugify(text: str, max_len: int) -> str:
+    """Lower-case, runs outside [a-z0-9] become one `-`, ends trimmed, then cut to max_len.
+
+    As in the original, the cut comes last and may leave a trailing `-`.
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_len]
+
+
+def safe_slug(slug: str, max_len: int = SAFE_SLUG_MAX) -> str:
+    """A file-name-safe slug: kept as is when already safe, else slugified plus an MD5 tag.
+
+    The 8-hex MD5 of the untrimmed input keeps two different raw slugs that slugify alike
+    (`a/b` and `a b`) apart.
+    """
+    trimmed = slug.strip()
+    if not trimmed:
+        return "item"
+    if len(trimmed) <= max_len and _SAFE_SLUG_RE.fullmatch(trimmed):
+        return trimmed
+    tag = hashlib.md5(slug.encode("utf-8", "surrogatepass")).hexdigest()[:_MD5_SUFFIX_LEN]
+    base = slugify(trimmed, max(8, max_len - _MD5_SUFFIX_LEN - 1))
+    return f"{base}-{tag}"[:max_len]
