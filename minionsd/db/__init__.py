@@ -1,0 +1,175 @@
+"""SQLite access: migrations, the single writer, and read connections.
+
+One thread owns the only write connection; every write is a function run there inside
+`BEGIN IMMEDIATE … COMMIT`, so "database is locked" cannot happen between our own writers.
+Reads use separate connections (one per reader thread). WAL lets readers run during a write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+from minionsd.errors import StorageError
+
+T = TypeVar("T")
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+class DatabaseTooNew(StorageError):
+    pass
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) for every bundled migration, in order."""
+    found = []
+    for entry in resources.files("minionsd.db").joinpath("migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    found.sort()
+    versions = [v for v, _, _ in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise StorageError(f"migrations must be numbered 1..n without gaps, got {versions}")
+    return found
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply pending migrations, each with its version bump in one transaction."""
+    known = migrations()
+    current = schema_version(conn)
+    if current > len(known):
+        raise DatabaseTooNew(
+            f"database schema version {current} is newer than this minionsd "
+            f"(knows up to {len(known)}); upgrade minionsd"
+        )
+    applied = []
+    for version, name, sql in known[current:]:
+        try:
+            conn.executescript(
+                f"BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;"
+            )
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StorageError(f"migration {name} failed: {exc}") from exc
+        applied.append(version)
+    return applied
+
+
+def check_fts5() -> None:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.probe USING fts5(x)")
+    except sqlite3.OperationalError as exc:
+        raise StorageError(f"this Python's SQLite lacks FTS5: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=5.0)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class Database:
+    """Owns the writer thread/connection and hands out per-thread read connections."""
+
+    def __init__(self, path: Path) -> None:
+        check_fts5()
+        self.path = path
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
+        self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
+        self._local = threading.local()
+        self._read_conns: list[sqlite3.Connection] = []
+        self._read_lock = threading.Lock()
+        self._write_conn = self._writer.submit(self._open_writer).result()
+        self._closed = False
+
+    def _open_writer(self) -> sqlite3.Connection:
+        conn = connect(self.path)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _in_transaction(self, fn: Callable[..., T], *args: Any) -> T:
+        conn = self._write_conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn, *args)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run fn(conn, *args) in one write transaction on the writer thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, self._in_transaction, fn, *args)
+
+    def write_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """The same from a non-loop thread (jobs, start-up)."""
+        return self._writer.submit(self._in_transaction, fn, *args).result()
+
+    def reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, readonly=True)
+            self._local.conn = conn
+            with self._read_lock:
+                self._read_conns.append(conn)
+        return conn
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        return fn(self.reader(), *args)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._read, fn, *args)
+
+    def read_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        return self._read(fn, *args)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._readers.shutdown(wait=True)
+
+        def _close_writer() -> None:
+            try:
+                self._write_conn.execute("PRAGMA optimize")
+            except sqlite3.Error:
+                pass
+            self._write_conn.close()
+
+        self._writer.submit(_close_writer).result()
+        self._writer.shutdown(wait=True)
+        with self._read_lock:
+            for conn in self._read_conns:
+                conn.close()
+            self._read_conns.clear()

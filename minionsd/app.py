@@ -1,0 +1,46 @@
+"""The daemon's shared state: home, current config, database, clock and run-time counters.
+
+Transport-free: RPC handlers, jobs and the watcher all receive this object. Config can be
+swapped at run time (config.set, SIGHUP); readers always look at `app.config`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minionsd import __version__
+from minionsd.clock import Clock, system_clock
+from minionsd.config import Config
+from minionsd.db import Database
+from minionsd.home import Home
+
+RESTART_KEYS = ("server.socket", "server.max_request_bytes")
+
+
+@dataclass
+class App:
+    home: Home
+    config: Config
+    db: Database
+    clock: Clock = system_clock
+    environ: dict[str, str] = field(default_factory=dict)
+    started_monotonic: float = field(default_factory=time.monotonic)
+    version: str = __version__
+    hooks: dict[str, Any] = field(default_factory=dict)
+
+    def now(self):  # noqa: ANN201 - a datetime
+        return self.clock()
+
+    @property
+    def socket_path(self) -> Path:
+        configured = self.config.get("server.socket")
+        return Path(configured).expanduser() if configured else self.home.default_socket
+
+    def llm_api_key(self) -> str | None:
+        return self.environ.get(self.config.get("llm.api_key_env")) or None
+
+    def uptime_s(self) -> float:
+        return round(time.monotonic() - self.started_monotonic, 3)

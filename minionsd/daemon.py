@@ -1,0 +1,178 @@
+"""minionsd entry point: the one place that wires components, starts and stops them in order.
+
+Start: config -> home layout -> pid lock -> database (migrations) -> socket -> ready.
+Stop (SIGTERM/SIGINT): stop accepting requests, let the current batch finish or abandon it
+safely, stop background work, close the database, remove socket and pid file, exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minionsd import config as config_mod
+from minionsd import logsetup, records
+from minionsd.app import App
+from minionsd.db import Database
+from minionsd.errors import ConfigError, MinionsError
+from minionsd.home import Home, resolve_home
+from minionsd.pidfile import PidFile
+from minionsd.rpc.methods import build_methods
+from minionsd.rpc.protocol import Dispatcher
+from minionsd.rpc.server import RpcServer
+
+log = structlog.get_logger()
+EXIT_CONFIG = 2
+EXIT_RUNTIME = 1
+
+
+class Daemon:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.stop_event = asyncio.Event()
+        self.server: RpcServer | None = None
+        self.components: list[Any] = []
+
+    async def status(self) -> dict[str, Any]:
+        app = self.app
+        counts = await app.db.read(records.status_counts, app.now())
+        result: dict[str, Any] = {
+            "version": app.version,
+            "pid": os.getpid(),
+            "uptime_s": app.uptime_s(),
+            "home": str(app.home.root),
+            "socket": str(app.socket_path),
+            "records": counts,
+            "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
+                          "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
+            "llm": {"configured": app.llm_api_key() is not None},
+        }
+        for component in self.components:
+            contribute = getattr(component, "status", None)
+            if contribute is not None:
+                result |= await contribute()
+        result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0})
+        result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
+                                            "circuit_breaks": 0})
+        result.setdefault("jobs", [])
+        return result
+
+    async def reload_config(self) -> None:
+        try:
+            self.app.config = config_mod.load(self.app.home.config, self.app.environ)
+        except ConfigError as exc:
+            log.error("config.reload_failed", detail=exc.detail)
+            return
+        log.info("config.reloaded", path=str(self.app.home.config))
+        for component in self.components:
+            changed = getattr(component, "config_changed", None)
+            if changed is not None:
+                await changed(None)
+
+    async def config_changed(self, key: str | None) -> None:
+        for component in self.components:
+            changed = getattr(component, "config_changed", None)
+            if changed is not None:
+                await changed(key)
+
+    async def run(self) -> None:
+        app = self.app
+        app.hooks["status"] = self.status
+        app.hooks["config_changed"] = self.config_changed
+        extra: dict[str, Any] = {}
+        for component in self.components:
+            extra |= getattr(component, "methods", dict)()
+        dispatcher = Dispatcher(build_methods(app, extra))
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.stop_event.set)
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload_config()))
+        for component in self.components:
+            await component.start()
+        self.server = RpcServer(dispatcher, app.socket_path,
+                                app.config["server.max_request_bytes"])
+        await self.server.start()
+        log.info("daemon.ready", home=str(app.home.root), socket=str(app.socket_path),
+                 pid=os.getpid())
+        if "ready" in app.hooks:
+            app.hooks["ready"]()
+        await self.stop_event.wait()
+        log.info("daemon.stopping")
+        if "stopping" in app.hooks:
+            app.hooks["stopping"]()
+        await self.server.stop()
+        for component in reversed(self.components):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(component.stop(), 8)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="minionsd", description="Run the minionsd daemon "
+                                     "in the foreground.")
+    parser.add_argument("--home", help="home directory (default $MINIONS_HOME or ~/.minions)")
+    parser.add_argument("--config", help="config file (default <home>/config.toml)")
+    parser.add_argument("--log-format", choices=("json", "console"))
+    parser.add_argument("--version", action="version", version="minionsd 0.1.0")
+    return parser.parse_args(argv)
+
+
+def build_components(daemon: Daemon) -> list[Any]:
+    """Background parts (watcher, consolidation, scheduler...) in start order."""
+    from minionsd import components
+
+    return components.build(daemon.app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logsetup.configure(args.log_format)
+    environ = dict(os.environ)
+    home = Home(resolve_home(args.home, environ))
+    config_path = Path(args.config).expanduser() if args.config else home.config
+    try:
+        config = config_mod.load(config_path, environ)
+    except ConfigError as exc:
+        print(f"minionsd: configuration error: {exc.detail}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        home.ensure()
+        pidfile = PidFile(home.pidfile)
+        pidfile.acquire()
+    except MinionsError as exc:
+        print(f"minionsd: {exc.detail}", file=sys.stderr)
+        return EXIT_RUNTIME
+    except OSError as exc:
+        print(f"minionsd: cannot prepare home {home.root}: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
+    try:
+        db = Database(home.db)
+    except MinionsError as exc:
+        pidfile.release()
+        print(f"minionsd: {exc.detail}", file=sys.stderr)
+        return EXIT_CONFIG
+    app = App(home=home, config=config, db=db, environ=environ)
+    daemon = Daemon(app)
+    code = 0
+    try:
+        daemon.components = build_components(daemon)
+        asyncio.run(daemon.run())
+    except MinionsError as exc:
+        print(f"minionsd: {exc.detail}", file=sys.stderr)
+        code = EXIT_RUNTIME
+    finally:
+        db.close()
+        pidfile.release()
+        log.info("daemon.stopped", code=code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""memory_records: validation, insert/upsert, reads with read-time expiry, search, lifecycle.
+
+Every function takes a sqlite3 connection: writes receive the writer's connection inside its
+transaction, reads a read connection. A record whose `expires_at` has passed reads as
+`expired` everywhere, even before the expiry job stores that status.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from minionsd import ftsquery
+from minionsd.clock import iso, parse_iso
+from minionsd.errors import InvalidParams, InvalidState, NotFound
+
+TYPES = ("semantic", "episodic", "procedural")
+STATUSES = ("active", "superseded", "retracted", "expired")
+TRUSTS = ("human", "system", "agent", "external")
+PIN_FLOOR = 0.9
+DEFAULT_IMPORTANCE = 0.5
+DEFAULT_CONFIDENCE = 0.5
+MAX_BODY_BYTES = 1_048_576
+MAX_SEARCH_LIMIT = 500
+# bm25 weights for (title, body, aux): a title hit counts four body hits.
+BM25_WEIGHTS = (4.0, 1.0, 2.0)
+
+_JSON_COLUMNS = ("paths", "tags", "meta")
+_WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
+              "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
+              "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
+              "retracted_reason", "meta")
+EFFECTIVE_STATUS = (
+    "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
+    "THEN 'expired' ELSE r.status END)"
+)
+
+
+def new_id(now: datetime) -> str:
+    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
+    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(3)}"
+
+
+# --- validation -------------------------------------------------------------------------
+
+def _opt_str(params: Mapping[str, Any], name: str, max_len: int = 1000) -> str | None:
+    value = params.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidParams(f"'{name}' must be a string", param=name)
+    if len(value) > max_len:
+        raise InvalidParams(f"'{name}' is longer than {max_len} characters", param=name)
+    return value
+
+
+def _str_list(params: Mapping[str, Any], name: str, max_items: int = 200) -> list[str]:
+    value = params.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidParams(f"'{name}' must be a list of strings", param=name)
+    if len(value) > max_items:
+        raise InvalidParams(f"'{name}' has more than {max_items} items", param=name)
+    return list(dict.fromkeys(value))
+
+
+def _unit(params: Mapping[str, Any], name: str, default: float) -> float:
+    value = params.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidParams(f"'{name}' must be a number between 0 and 1", param=name)
+    if not 0 <= value <= 1:
+        raise InvalidParams(f"'{name}' must be between 0 and 1, got {value}", param=name)
+    return float(value)
+
+
+def _timestamp(params: Mapping[str, Any], name: str) -> str | None:
+    value = _opt_str(params, name, 64)
+    if value is None:
+        return None
+    try:
+        return iso(parse_iso(value))
+    except ValueError:
+        raise InvalidParams(f"'{name}' must be an ISO 8601 timestamp, got {value!r}",
+                            param=name) from None
+
+
+def check_scope(scope: object, name: str = "scope") -> str:
+    if not isinstance(scope, str):
+        raise InvalidParams(f"'{name}' must be a string", param=name)
+    if scope == "global":
+        return scope
+    prefix, _, rest = scope.partition(":")
+    if prefix in ("project", "agent") and rest and len(rest) <= 200 and "\0" not in rest:
+        return scope
+    raise InvalidParams(f"'{name}' must be global, project:<name> or agent:<id>; got {scope!r}",
+                        param=name)
+
+
+def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise InvalidParams(f"'{name}' must be one of {', '.join(choices)}; got {value!r}",
+                            param=name)
+    return value  # type: ignore[return-value]
+
+
+def validate_new(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Check memory.add params; return the column values (without id and timestamps)."""
+    body = params.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise InvalidParams("'body' must be a non-empty string", param="body")
+    if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+        raise InvalidParams(f"'body' is larger than {MAX_BODY_BYTES} bytes", param="body")
+    source = params.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise InvalidParams("'source' must be a non-empty string (provenance)", param="source")
+    meta = params.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise InvalidParams("'meta' must be an object", param="meta")
+    pr = params.get("pr")
+    if pr is not None and not isinstance(pr, str | int) or isinstance(pr, bool):
+        raise InvalidParams("'pr' must be a string or number", param="pr")
+    return {
+        "type": check_choice(params.get("type"), "type", TYPES),
+        "scope": check_scope(params.get("scope")),
+        "trust": check_choice(params.get("trust"), "trust", TRUSTS),
+        "title": _opt_str(params, "title", 500) or "",
+        "body": body,
+        "source": source[:1000],
+        "author": _opt_str(params, "author", 200),
+        "project": _opt_str(params, "project", 200),
+        "agent": _opt_str(params, "agent", 200),
+        "task": _opt_str(params, "task", 200),
+        "pr": None if pr is None else str(pr),
+        "paths": _str_list(params, "paths"),
+        "tags": _str_list(params, "tags"),
+        "importance": _unit(params, "importance", DEFAULT_IMPORTANCE),
+        "confidence": _unit(params, "confidence", DEFAULT_CONFIDENCE),
+        "expires_at": _timestamp(params, "expires_at"),
+        "created_at": _timestamp(params, "created_at"),
+        "meta": meta,
+    }
+
+
+# --- rows ----------------------------------------------------------------------------------
+
+def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
+    record = {key: row[key] for key in _WIRE_KEYS}
+    for column in _JSON_COLUMNS:
+        record[column] = json.loads(record[column])
+    record["pinned"] = bool(record["pinned"])
+    if "eff_status" in row.keys():  # noqa: SIM118 - sqlite3.Row "in" tests values
+        record["status"] = row["eff_status"]
+    return record
+
+
+def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
+           content_hash: str | None = None) -> str:
+    record_id = new_id(now)
+    stamp = iso(now)
+    row = dict(fields)
+    created = row.pop("created_at", None) or stamp
+    aux = ftsquery.index_aux_text(row["title"], row["body"], row["paths"], row["tags"])
+    conn.execute(
+        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
+               author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
+               created_at, updated_at, expires_at, meta, content_hash, search_aux)
+           VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
+               :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
+               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux)""",
+        row | {"id": record_id, "paths": json.dumps(row["paths"]),
+               "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
+               "created_at": created, "updated_at": stamp, "content_hash": content_hash,
+               "aux": aux},
+    )
+    return record_id
+
+
+def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
+                   now: datetime) -> tuple[str, bool]:
+    """Insert unless a record with this content hash exists; (id, inserted)."""
+    found = conn.execute("SELECT id FROM memory_records WHERE content_hash = ?",
+                         (content_hash,)).fetchone()
+    if found:
+        return found["id"], False
+    return insert(conn, fields, now, content_hash), True
+
+
+def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[str, Any]:
+    if not isinstance(record_id, str) or not record_id:
+        raise InvalidParams("'id' must be a non-empty string", param="id")
+    row = conn.execute(
+        f"SELECT r.*, {EFFECTIVE_STATUS} AS eff_status FROM memory_records r WHERE r.id = :id",
+        {"id": record_id, "now": iso(now)},
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no record with id {record_id!r}", id=record_id)
+    return to_wire(row)
+
+
+def fetch_by_hash(conn: sqlite3.Connection, content_hash: str) -> str | None:
+    row = conn.execute("SELECT id FROM memory_records WHERE content_hash = ?",
+                       (content_hash,)).fetchone()
+    return row["id"] if row else None
+
+
+# --- search ---------------------------------------------------------------------------------
+
+def search(conn: sqlite3.Connection, params: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    query = params.get("query")
+    if not isinstance(query, str):
+        raise InvalidParams("'query' must be a string", param="query")
+    limit = params.get("limit", 20)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_SEARCH_LIMIT}",
+                            param="limit")
+    statuses = params.get("status") or ["active"]
+    if isinstance(statuses, str):
+        statuses = [statuses]
+    if not isinstance(statuses, list):
+        raise InvalidParams("'status' must be a list of statuses", param="status")
+    for status in statuses:
+        check_choice(status, "status", STATUSES)
+    expression = ftsquery.match_expression(ftsquery.search_terms(query))
+    if expression is None:
+        return {"records": [], "total": 0}
+    where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
+    binds: dict[str, Any] = {"expr": expression, "now": iso(now), "limit": limit}
+    binds |= {f"s{i}": s for i, s in enumerate(statuses)}
+    if params.get("type") is not None:
+        binds["type"] = check_choice(params["type"], "type", TYPES)
+        where.append("r.type = :type")
+    if params.get("scope") is not None:
+        binds["scope"] = check_scope(params["scope"])
+        where.append("r.scope = :scope")
+    for column in ("project", "agent"):
+        if params.get(column) is not None:
+            binds[column] = _opt_str(params, column, 200)
+            where.append(f"r.{column} = :{column}")
+    condition = " AND ".join(where)
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = conn.execute(
+        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                   bm25(memory_fts, {weights}) AS rank,
+                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {condition}
+            ORDER BY rank, r.id LIMIT :limit""",
+        binds,
+    ).fetchall()
+    total = conn.execute(
+        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {condition}""",
+        binds,
+    ).fetchone()[0]
+    records = [to_wire(row) | {"snippet": row["snippet"], "rank": row["rank"]} for row in rows]
+    return {"records": records, "total": total}
+
+
+def _placeholders(values: Sequence[str]) -> str:
+    return ", ".join(f":s{i}" for i in range(len(values)))
+
+
+# --- lifecycle ------------------------------------------------------------------------------
+
+def _touch(conn: sqlite3.Connection, record_id: str, now: datetime, **changes: Any) -> None:
+    sets = ", ".join(f"{column} = :{column}" for column in changes)
+    conn.execute(f"UPDATE memory_records SET {sets}, updated_at = :updated_at WHERE id = :id",
+                 changes | {"id": record_id, "updated_at": iso(now)})
+
+
+def pin(conn: sqlite3.Connection, record_id: str, now: datetime) -> dict[str, Any]:
+    record = fetch(conn, record_id, now)
+    expires_at = record["expires_at"]
+    if expires_at is not None and expires_at <= iso(now):
+        expires_at = None  # pinning restores the record, so a passed expiry no longer applies
+    _touch(conn, record_id, now, pinned=1, status="active",
+           trust="human" if record["trust"] == "human" else "system",
+           confidence=max(record["confidence"], PIN_FLOOR),
+           importance=max(record["importance"], PIN_FLOOR),
+           superseded_by=None, retracted_reason=None, expires_at=expires_at)
+    return fetch(conn, record_id, now)
+
+
+def retract(conn: sqlite3.Connection, record_id: str, reason: object,
+            now: datetime) -> dict[str, Any]:
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidParams("'reason' must be a non-empty string", param="reason")
+    record = fetch(conn, record_id, now)
+    if record["status"] == "retracted":
+        raise InvalidState(f"record {record_id} is already retracted "
+                           f"({record['retracted_reason']})", id=record_id)
+    _touch(conn, record_id, now, status="retracted", retracted_reason=reason[:1000], pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def supersede(conn: sqlite3.Connection, record_id: str, by: object,
+              now: datetime) -> dict[str, Any]:
+    if not isinstance(by, str) or not by:
+        raise InvalidParams("'by' must be the id of the newer record", param="by")
+    if by == record_id:
+        raise InvalidParams("a record cannot supersede itself", param="by")
+    record = fetch(conn, record_id, now)
+    try:
+        newer = fetch(conn, by, now)
+    except NotFound:
+        raise NotFound(f"superseding record {by!r} does not exist", id=by) from None
+    if record["status"] != "active":
+        raise InvalidState(f"record {record_id} is {record['status']}; only an active record "
+                           "can be superseded", id=record_id)
+    if newer["status"] != "active":
+        raise InvalidState(f"record {by} is {newer['status']}; the superseding record must "
+                           "be active", id=by)
+    _touch(conn, record_id, now, status="superseded", superseded_by=by, pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def expire(conn: sqlite3.Connection, record_id: str, now: datetime) -> dict[str, Any]:
+    record = fetch(conn, record_id, now)
+    if record["status"] in ("retracted", "superseded"):
+        raise InvalidState(f"record {record_id} is {record['status']}; it cannot expire",
+                           id=record_id)
+    stamp = iso(now)
+    expires_at = record["expires_at"] if record["expires_at"] and record["expires_at"] <= stamp \
+        else stamp
+    _touch(conn, record_id, now, status="expired", expires_at=expires_at, pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def expire_due(conn: sqlite3.Connection, now: datetime) -> int:
+    """Persist the expiry of active records whose expires_at has passed."""
+    cursor = conn.execute(
+        """UPDATE memory_records SET status = 'expired', updated_at = :now
+           WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now""",
+        {"now": iso(now)},
+    )
+    return cursor.rowcount
+
+
+def status_counts(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    rows = conn.execute(
+        f"SELECT {EFFECTIVE_STATUS} AS s, count(*) AS n FROM memory_records r GROUP BY s",
+        {"now": iso(now)},
+    ).fetchall()
+    for row in rows:
+        counts[row["s"]] = row["n"]
+    return counts

@@ -1,0 +1,112 @@
+"""A small blocking JSON-RPC client for the minionsd socket, used by minionsctl, tests and
+agent processes:
+
+    from minionsd.client import Client
+    with Client.for_home("~/.minions") as client:
+        pack = client.call("prompt.assemble", task={"id": "W-1", "title": "Fix login"})
+
+Standard library only, so importing it is cheap.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+class RpcError(Exception):
+    """The daemon answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        detail = data.get("detail") if isinstance(data, dict) else None
+        super().__init__(f"{message}: {detail}" if detail else message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.detail = detail
+
+
+class DaemonUnavailable(Exception):
+    """Nothing answers on the socket."""
+
+
+def socket_for_home(home: str | os.PathLike[str]) -> Path:
+    """The socket path a home uses: server.socket from its config.toml, else the default."""
+    root = Path(home).expanduser()
+    try:
+        with open(root / "config.toml", "rb") as handle:
+            configured = tomllib.load(handle).get("server", {}).get("socket", "")
+    except (OSError, tomllib.TOMLDecodeError):
+        configured = ""
+    if isinstance(configured, str) and configured:
+        return Path(configured).expanduser()
+    return root / "engine" / "minionsd.sock"
+
+
+class Client:
+    def __init__(self, socket_path: str | os.PathLike[str], timeout: float = 60.0) -> None:
+        self.socket_path = Path(socket_path)
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+        self._ids = itertools.count(1)
+
+    @classmethod
+    def for_home(cls, home: str | os.PathLike[str], timeout: float = 60.0) -> Client:
+        return cls(socket_for_home(home), timeout)
+
+    def connect(self) -> Client:
+        if self._sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            try:
+                sock.connect(str(self.socket_path))
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                sock.close()
+                raise DaemonUnavailable(f"no minionsd listening on {self.socket_path}") from exc
+            self._sock = sock
+        return self
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self) -> Client:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_raw(self, payload: bytes) -> None:
+        self.connect()
+        assert self._sock is not None
+        self._sock.sendall(payload)
+
+    def read_line(self) -> bytes:
+        assert self._sock is not None
+        while b"\n" not in self._buffer:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("daemon closed the connection")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def call(self, method: str, params: dict[str, Any] | None = None, /,
+             **kwargs: Any) -> Any:
+        """Call a method; keyword arguments become params. Raises RpcError on an error."""
+        request_id = next(self._ids)
+        message = {"jsonrpc": "2.0", "method": method, "id": request_id,
+                   "params": dict(params or {}) | kwargs}
+        self.send_raw(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
+        reply = json.loads(self.read_line())
+        if "error" in reply:
+            error = reply["error"]
+            raise RpcError(error.get("code", 0), error.get("message", ""), error.get("data"))
+        return reply.get("result")

@@ -1,0 +1,98 @@
+"""The explicit method table: JSON-RPC method name -> handler.
+
+Handlers are thin: check parameter types, call one domain function (through the single
+writer for writes), shape the result. Parameter names are the public API (SPEC §5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minionsd import records
+from minionsd.app import RESTART_KEYS, App
+from minionsd.config import check_value, lookup_key
+from minionsd.errors import ConfigError, InvalidParams
+from minionsd.rpc.protocol import Handler
+
+
+def _require_str(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidParams(f"'{name}' must be a non-empty string", param=name)
+    return value
+
+
+def build_methods(app: App, extra: dict[str, Handler] | None = None) -> dict[str, Handler]:
+    async def status() -> dict[str, Any]:
+        return await app.hooks["status"]()
+
+    async def config_get(key: str | None = None) -> dict[str, Any]:
+        if key is None:
+            return {"value": app.config.configured()}
+        if not isinstance(key, str):
+            raise InvalidParams("'key' must be a string", param="key")
+        lookup_key(key)
+        return {"value": app.config.get(key)}
+
+    async def config_set(key: str, value: Any) -> dict[str, Any]:
+        if not isinstance(key, str):
+            raise InvalidParams("'key' must be a string", param="key")
+        try:
+            check_value(key, value)
+        except ConfigError as exc:
+            raise InvalidParams(exc.detail, key=key) from None
+        updated = app.config.with_value(key, value)
+        updated.save()
+        app.config = updated
+        if "config_changed" in app.hooks:
+            await app.hooks["config_changed"](key)
+        return {"key": key, "value": updated.get(key), "applied": key not in RESTART_KEYS}
+
+    async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,  # noqa: A002
+                         **optional: Any) -> dict[str, Any]:
+        allowed = {"title", "author", "project", "agent", "task", "pr", "paths", "tags",
+                   "importance", "confidence", "expires_at", "created_at", "meta"}
+        unknown = sorted(set(optional) - allowed)
+        if unknown:
+            raise InvalidParams(f"memory.add: unexpected param '{unknown[0]}'", param=unknown[0])
+        fields = records.validate_new(
+            {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
+            | optional
+        )
+        record_id = await app.db.write(records.insert, fields, app.now())
+        return {"id": record_id}
+
+    async def memory_get(id: Any) -> dict[str, Any]:  # noqa: A002
+        return await app.db.read(records.fetch, id, app.now())
+
+    async def memory_search(query: Any, type: Any = None, scope: Any = None,  # noqa: A002
+                            status: Any = None, project: Any = None, agent: Any = None,
+                            limit: Any = 20) -> dict[str, Any]:
+        params = {"query": query, "type": type, "scope": scope, "status": status,
+                  "project": project, "agent": agent, "limit": limit}
+        return await app.db.read(records.search, params, app.now())
+
+    async def memory_pin(id: Any) -> dict[str, Any]:  # noqa: A002
+        return await app.db.write(records.pin, _require_str(id, "id"), app.now())
+
+    async def memory_expire(id: Any) -> dict[str, Any]:  # noqa: A002
+        return await app.db.write(records.expire, _require_str(id, "id"), app.now())
+
+    async def memory_retract(id: Any, reason: Any) -> dict[str, Any]:  # noqa: A002
+        return await app.db.write(records.retract, _require_str(id, "id"), reason, app.now())
+
+    async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:  # noqa: A002
+        return await app.db.write(records.supersede, _require_str(id, "id"), by, app.now())
+
+    table: dict[str, Handler] = {
+        "status": status,
+        "config.get": config_get,
+        "config.set": config_set,
+        "memory.add": memory_add,
+        "memory.get": memory_get,
+        "memory.search": memory_search,
+        "memory.pin": memory_pin,
+        "memory.expire": memory_expire,
+        "memory.retract": memory_retract,
+        "memory.supersede": memory_supersede,
+    }
+    return table | (extra or {})

@@ -1,0 +1,133 @@
+"""The asyncio Unix-socket transport: newline-delimited JSON-RPC, peer-uid check, size cap.
+
+Knows bytes and connections only; what a request means is the Dispatcher's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import stat
+import struct
+from pathlib import Path
+
+import structlog
+
+from minionsd.errors import StorageError
+from minionsd.rpc.protocol import INVALID_REQUEST, Dispatcher, dumps, error_response
+
+log = structlog.get_logger()
+SUN_PATH_MAX = 107
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid (Linux SO_PEERCRED); None where unsupported."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    return uid
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """Bind a 0600 listening socket, removing a stale socket file (caller holds the pid lock)."""
+    if len(os.fsencode(path)) > SUN_PATH_MAX:
+        raise StorageError(f"socket path {path} is longer than {SUN_PATH_MAX} bytes; "
+                           "set server.socket to a shorter path")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(mode):
+            raise StorageError(f"{path} exists and is not a socket; refusing to replace it")
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+class RpcServer:
+    def __init__(self, dispatcher: Dispatcher, path: Path, max_request_bytes: int) -> None:
+        self.dispatcher = dispatcher
+        self.path = path
+        self.max_request_bytes = max_request_bytes
+        self._server: asyncio.AbstractServer | None = None
+        self._inode: int | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    async def start(self) -> None:
+        sock = bind_socket(self.path)
+        self._inode = os.stat(self.path).st_ino
+        # Leave room above the cap so an oversized line is detected by length, not by a
+        # reader exception that would leave the buffer in an unknown state.
+        self._server = await asyncio.start_unix_server(
+            self._serve, sock=sock, limit=self.max_request_bytes + 2
+        )
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            uid = peer_uid(writer.get_extra_info("socket"))
+            if uid is not None and uid != os.getuid():
+                log.warning("rpc.peer_refused", uid=uid)
+                return
+            await self._serve_lines(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_lines(self, reader: asyncio.StreamReader,
+                           writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                line = await reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                line = None
+            if line is not None and not line:
+                return
+            if line is None or len(line.rstrip(b"\r\n")) > self.max_request_bytes:
+                writer.write(dumps(error_response(
+                    None, INVALID_REQUEST, "Invalid Request",
+                    f"request line exceeds server.max_request_bytes ({self.max_request_bytes})",
+                )))
+                await writer.drain()
+                return
+            if not line.strip():
+                continue
+            reply = await self.dispatcher.handle_bytes(line)
+            if reply is not None:
+                writer.write(reply)
+                await writer.drain()
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._server.wait_closed(), 2)
+        self._server = None
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self._inode:
+                self.path.unlink()
