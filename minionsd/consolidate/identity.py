@@ -1,0 +1,55 @@
+"""Who wrote an inbox note, and whether that author gets a personal notebook.
+
+Identity comes from front matter first (`agent`, then `author`) and only then from the file
+name. The file-name fallback prefers the longest configured agent id, so hyphenated ids such as
+`command-center` are not cut at their first dash (the original's `^\\w+-` rule turned them into
+`command`), and keeps `temp-<uid>` whole so temporary agents stay recognisable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+UNKNOWN = "unknown"
+TEMP_PREFIX = "temp-"
+_LEADING_ID_RE = re.compile(r"[A-Za-z0-9_]+(?=-)")
+_TEMP_ID_RE = re.compile(r"temp-[A-Za-z0-9_]+(?=-)")
+
+
+def _meta_identity(meta: Mapping[str, Any]) -> str | None:
+    for key in ("agent", "author"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, (dict, list)) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def _name_identity(file_name: str, configured_agents: Iterable[str]) -> str | None:
+    # Longest first, so `command-center` wins over a configured `command`.
+    for agent in sorted(configured_agents, key=len, reverse=True):
+        if agent and file_name.startswith(f"{agent}-"):
+            return agent
+    for pattern in (_TEMP_ID_RE, _LEADING_ID_RE):
+        match = pattern.match(file_name)
+        if match:
+            return match.group(0)
+    return None
+
+
+def note_author(meta: Mapping[str, Any], file_name: str, configured_agents: Iterable[str]) -> str:
+    """The note's author: front matter `agent`, `author`, then the file name, else `unknown`."""
+    return _meta_identity(meta) or _name_identity(file_name, configured_agents) or UNKNOWN
+
+
+def is_temporary(author: str, agents_config: Mapping[str, Mapping[str, Any]]) -> bool:
+    """True for `temp`/`temp-…` ids and for agents configured with `temporary = true`."""
+    if author == "temp" or author.startswith(TEMP_PREFIX):
+        return True
+    return bool(agents_config.get(author, {}).get("temporary", False))
+
+
+def has_notebook(author: str, agents_config: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Only configured, non-temporary agents get `knowledge/agents/<author>.md`."""
+    return author in agents_config and not is_temporary(author, agents_config)
