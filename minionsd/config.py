@@ -267,15 +267,20 @@ def load(path: Path, environ: Mapping[str, str] | None = None) -> Config:
     return Config(path, read_file_tree(path), env_retrieval_override(environ))
 
 
-def example_toml() -> str:
-    """The commented config written by `minionsctl init`: every key with its default."""
+def example_toml(commented: bool = True) -> str:
+    """Every key with its default and a one-line explanation.
+
+    `minionsctl init` writes the commented form (nothing set, so defaults can still change
+    with upgrades); config/minions.example.toml is the uncommented form, checked by a test.
+    """
+    mark = "# " if commented else ""
     lines = ["# minionsd configuration. Every key is optional; the values shown are defaults.",
-             "# Uncomment a line to change it. Reference: docs/configuration.md", ""]
+             "# Reference: docs/configuration.md", ""]
     for section, keys in SCHEMA.items():
-        lines.append(f"[{section}]")
+        lines.append(f"{mark}[{section}]")
         for name, key in keys.items():
-            rendered = tomli_w.dumps({name: key.default}).strip()
-            lines.append(f"# {rendered:<45} # {key.doc}")
+            lines.append(f"# {key.doc}")
+            lines.append(mark + tomli_w.dumps({name: key.default}).strip())
         lines.append("")
     lines += ["# Configured agents get a personal notebook (unless temporary).",
               "# [agents.dallas]", '# name = "Dallas"', "# temporary = false", ""]

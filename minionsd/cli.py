@@ -1,0 +1,357 @@
+"""minionsctl: a thin client of the daemon's socket API.
+
+Each command is one JSON-RPC call plus formatting. Imports stay light (standard library and
+the client module) so a call returns quickly. Exit codes: 0 ok, 1 the daemon reported an
+error, 2 usage, 3 the daemon is not reachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def _home(args: argparse.Namespace) -> Path:
+    raw = args.home or os.environ.get("MINIONS_HOME") or "~/.minions"
+    return Path(raw).expanduser().absolute()
+
+
+def _socket(args: argparse.Namespace) -> Path:
+    return Path(args.socket).expanduser() if args.socket else socket_for_home(_home(args))
+
+
+def _read_input(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {source}: {exc}") from None
+
+
+def _read_task(source: str) -> dict[str, Any]:
+    text = _read_input(source)
+    try:
+        task = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--task must be a JSON object: {exc}") from None
+    if not isinstance(task, dict):
+        raise UsageError("--task must be a JSON object")
+    return task
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+# --- formatting ------------------------------------------------------------------------------
+
+def _fmt_record(record: dict[str, Any]) -> str:
+    lines = [f"{record['id']}  [{record['status']}] {record['type']} {record['scope']} "
+             f"trust={record['trust']}{' pinned' if record.get('pinned') else ''}"]
+    if record.get("title"):
+        lines.append(f"  title:   {record['title']}")
+    lines.append(f"  source:  {record['source']}")
+    lines.append(f"  created: {record['created_at']}  updated: {record['updated_at']}")
+    for key in ("expires_at", "superseded_by", "retracted_reason"):
+        if record.get(key):
+            lines.append(f"  {key}: {record[key]}")
+    lines.append("")
+    lines.append(record["body"])
+    return "\n".join(lines)
+
+
+def _fmt_search(result: dict[str, Any]) -> str:
+    lines = [f"{result['total']} match(es)"]
+    for rec in result["records"]:
+        title = rec.get("title") or rec["body"][:60].replace("\n", " ")
+        lines.append(f"{rec['id']}  {rec['status']:<10} {rec['scope']:<20} {title}")
+        if rec.get("snippet"):
+            lines.append(f"    {rec['snippet'].replace(chr(10), ' ')[:160]}")
+    return "\n".join(lines)
+
+
+def _fmt_status(st: dict[str, Any]) -> str:
+    inbox, cons, recs = st["inbox"], st["consolidation"], st["records"]
+    lines = [
+        f"minionsd {st['version']}  pid {st['pid']}  up {st['uptime_s']:.0f}s",
+        f"home:    {st['home']}",
+        f"socket:  {st['socket']}",
+        f"inbox:   {inbox['pending']} pending, {inbox['eligible']} eligible, "
+        f"{inbox['held']} held",
+        f"consolidation: {cons['batches']} batches, last {cons['last_at'] or 'never'} "
+        f"({cons['last_mode'] or '-'}), circuit breaks {cons['circuit_breaks']}",
+        "records: " + ", ".join(f"{v} {k}" for k, v in recs.items()),
+        f"retrieval: {'on' if st['retrieval']['enabled'] else 'off'}"
+        f"{' (shadow)' if st['retrieval']['shadow'] else ''}; "
+        f"llm: {'configured' if st['llm']['configured'] else 'not configured (regex digests)'}",
+    ]
+    for job in st.get("jobs", []):
+        last = job.get("last_result")
+        lines.append(f"job {job['id']}: next {job.get('next_run_at') or '-'}"
+                     + (f", last {last}" if last else ""))
+    return "\n".join(lines)
+
+
+def _fmt_generic(result: Any) -> str:
+    return json.dumps(result, indent=2, ensure_ascii=False)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+Call = Callable[..., Any]
+
+
+def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd.config import example_toml
+    from minionsd.fileio import atomic_write_text
+    from minionsd.home import Home
+
+    home = Home(_home(args))
+    home.ensure()
+    created_config = not home.config.exists()
+    if created_config:
+        atomic_write_text(home.config, example_toml())
+    result = {"home": str(home.root), "config": str(home.config),
+              "created_config": created_config}
+    return result, lambda r: (f"home ready at {r['home']}\nconfig: {r['config']}"
+                              f"{' (created)' if r['created_config'] else ' (kept)'}\n"
+                              f"start the daemon with: minionsd --home {r['home']}")
+
+
+def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
+            fmt: Callable[[Any], str] = _fmt_generic) -> Callable[..., Any]:
+    def run(args: argparse.Namespace, call: Call) -> tuple[Any, Callable[[Any], str]]:
+        return call(method, build(args)), fmt
+    return run
+
+
+def _note_params(args: argparse.Namespace) -> dict[str, Any]:
+    params = {"body": args.text, "author": args.author or getpass.getuser()}
+    for key in ("title", "kind", "project", "task", "outcome"):
+        if getattr(args, key):
+            params[key] = getattr(args, key)
+    if args.hold:
+        params["hold"] = True
+    return params
+
+
+def _kb_add_params(args: argparse.Namespace) -> dict[str, Any]:
+    params = {"category": args.category, "title": args.title,
+              "body": _read_input(args.file), "author": args.author or getpass.getuser()}
+    if args.project:
+        params["project"] = args.project
+    if args.tag:
+        params["tags"] = args.tag
+    return params
+
+
+def _pinned_text(args: argparse.Namespace) -> dict[str, Any]:
+    if args.text is not None:
+        return {"text": args.text}
+    return {"text": _read_input(args.file or "-")}
+
+
+def _search_params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {"query": args.query, "limit": args.limit}
+    for key in ("type", "scope", "project", "agent"):
+        if getattr(args, key):
+            params[key] = getattr(args, key)
+    if args.status:
+        params["status"] = args.status
+    return params
+
+
+def _task_params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {"task": _read_task(args.task)}
+    if args.project:
+        params["project"] = args.project
+    if args.agent:
+        params["agent"] = args.agent
+    return params
+
+
+def _fmt_inbox(result: dict[str, Any]) -> str:
+    if not result["notes"]:
+        return "inbox is empty"
+    return "\n".join(
+        f"{n['name']:<60} {n['author']:<16} {n['kind']:<8} {n['bytes']:>7}B"
+        f"{'  held' if n['held'] else ''}{'  eligible' if n['eligible'] else ''}"
+        for n in result["notes"])
+
+
+def _fmt_consolidate(r: dict[str, Any]) -> str:
+    return (f"mode {r['mode']}: {r['notes']} note(s) archived, {r['records_upserted']} "
+            f"record(s) upserted, {len(r['kb_entries'])} KB entr(ies)")
+
+
+def _fmt_kb_list(r: dict[str, Any]) -> str:
+    return "\n".join(f"{e['path']:<70} {e['title']}" for e in r["entries"]) or "no entries"
+
+
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "init": cmd_init,
+    "status": _simple("status", lambda a: {}, _fmt_status),
+    "note": _simple("inbox.submit", _note_params,
+                    lambda r: f"{'duplicate, not written' if r['duplicate'] else 'written'}: "
+                              f"{r['path']}"),
+    "inbox": _simple("inbox.list", lambda a: {}, _fmt_inbox),
+    "consolidate": _simple("consolidation.run", lambda a: {"force": a.force}, _fmt_consolidate),
+    "search": _simple("memory.search", _search_params, _fmt_search),
+    "show": _simple("memory.get", lambda a: {"id": a.id}, _fmt_record),
+    "pin": _simple("memory.pin", lambda a: {"id": a.id}, _fmt_record),
+    "expire": _simple("memory.expire", lambda a: {"id": a.id}, _fmt_record),
+    "retract": _simple("memory.retract", lambda a: {"id": a.id, "reason": a.reason},
+                       _fmt_record),
+    "supersede": _simple("memory.supersede", lambda a: {"id": a.id, "by": a.by}, _fmt_record),
+    "kb add": _simple("knowledge.create", _kb_add_params,
+                      lambda r: f"created {r['path']} ({r['record_id']})"),
+    "kb list": _simple("knowledge.list",
+                       lambda a: {"category": a.category} if a.category else {}, _fmt_kb_list),
+    "kb show": _simple("knowledge.get", lambda a: {"path": a.path},
+                       lambda r: f"{r['path']}  [{r['category']}]\n\n{r['body']}"),
+    "pinned show": _simple("pinned.get", lambda a: {}, lambda r: r["text"]),
+    "pinned set": _simple("pinned.set", _pinned_text,
+                          lambda r: f"pinned.md now {r['code_units']} code units"),
+    "pinned append": _simple("pinned.append", _pinned_text,
+                             lambda r: f"pinned.md now {r['code_units']} code units"),
+    "retrieve": _simple("memory.retrieve", _task_params,
+                        lambda r: r["text"] or f"(no memory: {r['fallback_reason']})"),
+    "prompt": _simple("prompt.assemble", _task_params, lambda r: r["text"]),
+    "config get": _simple("config.get", lambda a: {"key": a.key} if a.key else {},
+                          lambda r: _fmt_generic(r["value"])),
+    "config set": _simple("config.set",
+                          lambda a: {"key": a.key, "value": _parse_value(a.value)},
+                          lambda r: f"{r['key']} = {json.dumps(r['value'])}"
+                                    + ("" if r.get("applied", True)
+                                       else " (takes effect after a restart)")),
+    "maintenance": _simple("maintenance.run", lambda a: {"job": a.job}),
+    "telemetry": _simple("telemetry.retrievals", lambda a: {"limit": a.limit}),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print the raw JSON-RPC result")
+    parser = argparse.ArgumentParser(prog="minionsctl", description="Control a running minionsd.")
+    parser.add_argument("--home", help="home directory (default $MINIONS_HOME or ~/.minions)")
+    parser.add_argument("--socket", help="socket path (default from the home)")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON-RPC result")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, help_text: str, parent: Any = sub) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_text, parents=[common])
+
+    add("init", "create the home layout and a commented config.toml")
+    add("status", "show daemon, inbox, consolidation and record status")
+    p = add("note", "submit a note to the inbox")
+    p.add_argument("text")
+    for opt in ("--author", "--title", "--kind", "--project", "--task", "--outcome"):
+        p.add_argument(opt)
+    p.add_argument("--hold", action="store_true")
+    add("inbox", "list inbox notes")
+    p = add("consolidate", "run a consolidation batch now")
+    p.add_argument("--force", action="store_true", help="run even below the threshold")
+    p = add("search", "full-text search over records")
+    p.add_argument("query")
+    for opt in ("--type", "--scope", "--project", "--agent"):
+        p.add_argument(opt)
+    p.add_argument("--status", action="append", help="status to include (repeatable)")
+    p.add_argument("--limit", type=int, default=20)
+    for name in ("show", "pin", "expire"):
+        add(name, f"{name} a record").add_argument("id")
+    p = add("retract", "retract a record")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p = add("supersede", "mark a record superseded by a newer one")
+    p.add_argument("id")
+    p.add_argument("--by", required=True)
+    kb = add("kb", "knowledge base").add_subparsers(dest="sub", required=True, metavar="SUB")
+    p = add("add", "add a knowledge entry (body from --file or stdin)", kb)
+    p.add_argument("--category", required=True)
+    p.add_argument("--title", required=True)
+    p.add_argument("--file", default="-")
+    p.add_argument("--author")
+    p.add_argument("--project")
+    p.add_argument("--tag", action="append")
+    add("list", "list knowledge entries", kb).add_argument("--category")
+    add("show", "show a knowledge entry", kb).add_argument("path")
+    pinned = add("pinned", "pinned context").add_subparsers(dest="sub", required=True,
+                                                            metavar="SUB")
+    add("show", "print pinned.md", pinned)
+    for name in ("set", "append"):
+        p = add(name, f"{name} pinned.md (text argument, --file, or stdin)", pinned)
+        p.add_argument("text", nargs="?")
+        p.add_argument("--file")
+    for name in ("retrieve", "prompt"):
+        p = add(name, f"{name} for a task JSON (file or - for stdin)")
+        p.add_argument("--task", required=True)
+        p.add_argument("--project")
+        p.add_argument("--agent")
+    cfg = add("config", "read or change configuration").add_subparsers(dest="sub",
+                                                                       required=True,
+                                                                       metavar="SUB")
+    add("get", "show the config or one dotted key", cfg).add_argument("key", nargs="?")
+    p = add("set", "set a dotted key (value parsed as JSON, else a string)", cfg)
+    p.add_argument("key")
+    p.add_argument("value")
+    p = add("maintenance", "run a maintenance job now")
+    p.add_argument("job", choices=("kb_sweep", "retention", "expiry", "rescan", "reindex"))
+    add("telemetry", "recent retrieval telemetry").add_argument("--limit", type=int, default=20)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
+    client = Client(_socket(args))
+
+    def call(method: str, params: dict[str, Any]) -> Any:
+        return client.call(method, params)
+
+    try:
+        result, fmt = COMMANDS[name](args, call)
+    except UsageError as exc:
+        print(f"minionsctl: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DaemonUnavailable:
+        print(f"minionsctl: minionsd is not running (no answer on {client.socket_path}).\n"
+              f"Start it with: minionsd --home {_home(args)}   (or scripts/run, or "
+              "systemctl --user start minionsd)", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except RpcError as exc:
+        print(f"minionsctl: {exc.message}: {exc.detail or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_ERROR
+    except (ConnectionError, TimeoutError, OSError) as exc:
+        print(f"minionsctl: lost the connection to minionsd: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    finally:
+        client.close()
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else fmt(result))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

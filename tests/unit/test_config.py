@@ -1,0 +1,98 @@
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from minionsd import config
+from minionsd.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_example_file_documents_every_key_with_its_default():
+    example = tomllib.loads((REPO / "config" / "minions.example.toml").read_text())
+    expected = {s: {n: k.default for n, k in keys.items()} for s, keys in config.SCHEMA.items()}
+    assert example == expected
+
+
+def test_init_template_is_valid_toml_with_nothing_set():
+    assert tomllib.loads(config.example_toml(commented=True)) == {}
+
+
+def test_defaults_match_spec_values():
+    cfg = config.Config(Path("/nonexistent"), {}, None)
+    assert cfg["engine.memory_retrieval_top_k"] == 8
+    assert cfg["engine.inbox_consolidate_threshold"] == 5
+    assert cfg["engine.untrusted_fence_max_bytes"] == 65536
+    assert cfg["llm.model"] == "claude-haiku-4-5"
+    assert cfg["server.socket"] == ""
+    assert cfg["features.memory_retrieval"] is True
+
+
+def test_unknown_key_names_the_key_and_suggests(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("[engine]\nmemory_retreival_top_k = 3\n")
+    with pytest.raises(ConfigError) as err:
+        config.load(path, {})
+    assert "engine.memory_retreival_top_k" in err.value.detail
+    assert "did you mean 'engine.memory_retrieval_top_k'" in err.value.detail
+
+
+def test_unknown_section_and_bad_toml(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text("[engin]\nx = 1\n")
+    with pytest.raises(ConfigError, match="did you mean 'engine'"):
+        config.load(path, {})
+    path.write_text("[engine\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config.load(path, {})
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("engine.memory_retrieval_top_k", "8"),
+    ("engine.memory_retrieval_top_k", True),
+    ("engine.memory_retrieval_top_k", 0),
+    ("features.memory_retrieval", 1),
+    ("llm.model", 3),
+])
+def test_wrong_types_and_bounds_name_the_key(key, value):
+    with pytest.raises(ConfigError) as err:
+        config.check_value(key, value)
+    assert key in err.value.detail
+    assert err.value.key == key
+
+
+def test_agents_table(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[agents.dallas]\nname = "Dallas"\n[agents.temp-1]\ntemporary = true\n')
+    cfg = config.load(path, {})
+    assert cfg.agents["dallas"] == {"name": "Dallas", "temporary": False}
+    assert cfg.agents["temp-1"]["temporary"] is True
+    with pytest.raises(ConfigError, match="agents.dallas.nmae"):
+        config.check_value("agents.dallas.nmae", "x")
+    with pytest.raises(ConfigError, match="invalid agent id"):
+        config.check_value("agents.bad/id.name", "x")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("1", True), ("true", True), ("ON", True), ("yes", True),
+    ("0", False), ("false", False), ("off", False), ("No", False), ("maybe", None), ("", None),
+])
+def test_env_override_words(tmp_path, raw, expected):
+    path = tmp_path / "config.toml"
+    path.write_text("[features]\nmemory_retrieval = false\n")
+    cfg = config.load(path, {config.ENV_RETRIEVAL: raw})
+    assert cfg["features.memory_retrieval"] is (False if expected is None else expected)
+
+
+def test_set_writes_atomically_and_keeps_other_keys(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[llm]\nmodel = "x"\n\n[agents.ripley]\nname = "Ripley"\n')
+    cfg = config.load(path, {})
+    updated = cfg.with_value("engine.memory_retrieval_top_k", 3)
+    updated.save()
+    tree = tomllib.loads(path.read_text())
+    assert tree == {"llm": {"model": "x"}, "agents": {"ripley": {"name": "Ripley"}},
+                    "engine": {"memory_retrieval_top_k": 3}}
+    assert cfg["engine.memory_retrieval_top_k"] == 8  # the old object is unchanged
+    assert list(tmp_path.iterdir()) == [path]  # no temp file left behind
