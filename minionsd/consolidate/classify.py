@@ -1,0 +1,121 @@
+"""Knowledge-base classification, entry names and layout, and collision-free names.
+
+The classifier is the original's deterministic keyword rule (ORIGINAL §3.7) and is the only
+source of KB categories; the LLM never picks one. An entry is the note's body under ONE
+front-matter block: the note's own keys merged with `source`, `agent`, `category` and `date`
+(the original stacked two blocks). Names never overwrite: `unique_path` finds a free one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from minionsd.markdown import first_heading, parse_note, render_note, safe_slug, slugify
+
+CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
+TITLE_SLUG_MAX = 50
+AUTHOR_SLUG_MAX = 64
+_OWN_KEYS = ("source", "agent", "category", "date")
+
+_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    # (category, file-name substrings, content substrings)
+    ("reviews", ("review", "pr-", "pr4", "feedback"), ()),
+    ("build-reports", ("build", "bt-"), ("build pass", "build fail", "lint")),
+    (
+        "architecture",
+        (),
+        ("architecture", "design doc", "system design", "data flow", "how it works"),
+    ),
+    (
+        "conventions",
+        (),
+        ("convention", "pattern", "always use", "never use", "rule:", "best practice"),
+    ),
+)
+
+
+def classify(name: str, content: str | None) -> str:
+    """KB category of a note: lower-cased substring rules, first match wins."""
+    name, text = name.lower(), (content or "").lower()
+    for category, in_name, in_content in _RULES:
+        if any(k in name for k in in_name) or any(k in text for k in in_content):
+            return category
+    return "project-notes"
+
+
+def title_slug(name: str, content: str | None) -> str:
+    """Slug of the note's first H1, else of its file name; never empty.
+
+    A title of only non-ASCII characters slugifies to nothing; the file name then stands in,
+    and an MD5 tag as a last resort, so no entry is ever named `<date>-<author>-.md`.
+    """
+    body = content or ""
+    heading = first_heading(body)
+    stem = name[:-3] if name.endswith(".md") else name
+    for candidate in (heading, stem):
+        slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
+        if slug:
+            return slug
+    return safe_slug(f"note {heading or stem}", TITLE_SLUG_MAX)
+
+
+def entry_name(date: str, author: str, name: str, content: str | None) -> str:
+    """`<date>-<author>-<title slug>.md`; the author is made file-name safe first."""
+    return f"{date}-{safe_slug(author, AUTHOR_SLUG_MAX)}-{title_slug(name, content)}.md"
+
+
+def _merged_meta(
+    meta: Mapping[str, Any], own: dict[str, str], extra: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    merged: dict[str, Any] = dict(own)
+    if extra:
+        merged.update(extra)
+    for key, value in meta.items():
+        if key not in merged:
+            merged[key] = value
+        elif merged[key] != value and f"note_{key}" not in meta:
+            # Keep what the author wrote (say, the day they wrote it) under a clear name.
+            merged[f"note_{key}"] = value
+    return merged
+
+
+def render_entry(
+    content: str,
+    *,
+    source: str,
+    agent: str,
+    category: str,
+    date: str,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """The KB entry text: one merged front-matter block, a blank line, the note body verbatim.
+
+    Our keys come first (`source`, `agent`, `category`, `date`, then `extra`); the note's own
+    keys follow. When the note already used one of our keys with another value, its value is
+    kept as `note_<key>`. Raises FrontMatterError when the note's front matter is invalid.
+    """
+    meta, body = parse_note(content)
+    own = {"source": source, "agent": agent, "category": category, "date": date}
+    return render_note(_merged_meta(meta, own, extra), body)
+
+
+def archive_name(date: str, name: str) -> str:
+    """Archive file name for a processed inbox note, before collision handling."""
+    return f"{date}-{name}"
+
+
+def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str:
+    """A path in `directory` for `name` that `exists` reports free: name, -2, -3, … before .md.
+
+    The original switched to an epoch-millisecond suffix after -99; counting on keeps this
+    function free of clock reads and its output predictable.
+    """
+    stem, ext = os.path.splitext(name)
+    candidate = os.path.join(directory, name)
+    n = 2
+    while exists(candidate):
+        candidate = os.path.join(directory, f"{stem}-{n}{ext}")
+        n += 1
+    return candidate
