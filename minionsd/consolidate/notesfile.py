@@ -29,7 +29,8 @@ _ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _MARKER_PREFIX = "<!-- minions:"
 
 
-def _check_id(entry_id: str) -> str:
+def check_entry_id(entry_id: str) -> str:
+    """Return `entry_id` when it is safe inside a marker comment, else raise ValueError."""
     if not _ENTRY_ID_RE.fullmatch(entry_id):
         raise ValueError(f"entry id must match [A-Za-z0-9][A-Za-z0-9._:-]*, got {entry_id!r}")
     return entry_id
@@ -42,7 +43,7 @@ def neutralise_markers(text: str) -> str:
 
 def batch_marker(entry_id: str) -> str:
     """The HTML comment that ends a section written for batch `entry_id`."""
-    return f"<!-- minions:batch={_check_id(entry_id)} -->"
+    return f"<!-- minions:batch={check_entry_id(entry_id)} -->"
 
 
 def render_section(digest: str, entry_id: str) -> str:
