@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from minionsd.app import App
+from minionsd.consolidate.service import ConsolidationService
+from minionsd.watch import InboxWatcher
 
 
 def build(app: App) -> list[Any]:
-    return []
+    return [ConsolidationService(app), InboxWatcher(app)]

@@ -1,0 +1,108 @@
+"""The consolidation journal in state.db: what a batch holds and how far it got.
+
+A batch is written to the journal (with every note's content) before any file changes, and
+each later step records its decision (digest text, KB path, archive path, record id) before
+acting. A restart redoes open batches; every step checks what is already there, so a crash at
+any point ends with each note processed exactly once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from minionsd.clock import iso
+
+
+@dataclass(frozen=True)
+class JournalNote:
+    name: str
+    content: str
+    content_hash: str
+    author: str
+    role: str
+    kb_path: str | None
+    archive_path: str | None
+    record_id: str | None
+    done: bool
+
+
+@dataclass(frozen=True)
+class Batch:
+    id: str
+    date: str
+    mode: str | None
+    digest: str | None
+    notes: list[JournalNote]
+
+
+def create(conn: sqlite3.Connection, batch_id: str, date: str, now: datetime,
+           notes: list[dict[str, Any]]) -> None:
+    conn.execute("INSERT INTO batches (id, started_at, state, date) VALUES (?, ?, 'open', ?)",
+                 (batch_id, iso(now), date))
+    conn.executemany(
+        """INSERT INTO batch_notes (batch_id, name, content, content_hash, author, role)
+           VALUES (:batch_id, :name, :content, :content_hash, :author, :role)""",
+        [note | {"batch_id": batch_id} for note in notes],
+    )
+
+
+def load(conn: sqlite3.Connection, batch_id: str) -> Batch:
+    row = conn.execute("SELECT * FROM batches WHERE id = ?", (batch_id,)).fetchone()
+    notes = [
+        JournalNote(r["name"], r["content"], r["content_hash"], r["author"], r["role"],
+                    r["kb_path"], r["archive_path"], r["record_id"], bool(r["done"]))
+        for r in conn.execute("SELECT * FROM batch_notes WHERE batch_id = ? ORDER BY rowid",
+                              (batch_id,))
+    ]
+    return Batch(row["id"], row["date"], row["mode"], row["digest"], notes)
+
+
+def open_batch_ids(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT id FROM batches WHERE state = 'open' ORDER BY started_at, id")]
+
+
+def names_in_open_batches(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute(
+        """SELECT n.name FROM batch_notes n JOIN batches b ON b.id = n.batch_id
+           WHERE b.state = 'open' AND n.done = 0""")}
+
+
+def set_digest(conn: sqlite3.Connection, batch_id: str, mode: str, digest: str | None) -> None:
+    conn.execute("UPDATE batches SET mode = ?, digest = ? WHERE id = ? AND mode IS NULL",
+                 (mode, digest, batch_id))
+
+
+def set_note(conn: sqlite3.Connection, batch_id: str, name: str, **fields: Any) -> None:
+    sets = ", ".join(f"{key} = :{key}" for key in fields)
+    conn.execute(f"UPDATE batch_notes SET {sets} WHERE batch_id = :batch_id AND name = :name",
+                 fields | {"batch_id": batch_id, "name": name})
+
+
+def finish(conn: sqlite3.Connection, batch_id: str, now: datetime, storm: bool) -> None:
+    conn.execute("UPDATE batches SET state = 'done', finished_at = ? WHERE id = ?",
+                 (iso(now), batch_id))
+    mode = conn.execute("SELECT mode FROM batches WHERE id = ?", (batch_id,)).fetchone()[0]
+    bump(conn, "batches")
+    if storm:
+        bump(conn, "circuit_breaks")
+    put(conn, "last_at", iso(now))
+    put(conn, "last_mode", mode)
+
+
+def bump(conn: sqlite3.Connection, name: str) -> None:
+    conn.execute("""INSERT INTO counters (name, value) VALUES (?, '1')
+                    ON CONFLICT (name) DO UPDATE SET value = CAST(value AS INTEGER) + 1""",
+                 (name,))
+
+
+def put(conn: sqlite3.Connection, name: str, value: str) -> None:
+    conn.execute("""INSERT INTO counters (name, value) VALUES (?, ?)
+                    ON CONFLICT (name) DO UPDATE SET value = excluded.value""", (name, value))
+
+
+def counters(conn: sqlite3.Connection) -> dict[str, str]:
+    return {r[0]: r[1] for r in conn.execute("SELECT name, value FROM counters")}

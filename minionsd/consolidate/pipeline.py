@@ -1,0 +1,405 @@
+"""Consolidation: inbox batch -> digest, KB entries, notebooks, SQL records, archive.
+
+One batch at a time. The batch is journalled first (journal.py); then, in SPEC order, the
+digest is appended to notes.md, every note becomes a KB entry, notes by configured agents are
+appended to their notebooks, one record per note is upserted, and the files are archived. Each
+step first checks whether it already happened (entry-id markers in Markdown, the recorded KB
+and archive paths, the record's content hash), so re-running an interrupted batch is safe.
+
+The work runs on a worker thread; `abandon()` makes it stop at the next step boundary, leaving
+the journal open for the next start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minionsd import records
+from minionsd.app import App
+from minionsd.clock import date_stamp
+from minionsd.consolidate import classify, journal, llm_digest, notebooks, notesfile
+from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
+from minionsd.consolidate.identity import has_notebook, is_temporary
+from minionsd.consolidate.regex_digest import regex_digest
+from minionsd.consolidate.types import DigestNote
+from minionsd.fileio import atomic_write_text, lock_for, read_text
+from minionsd.inbox import Inbox, InboxNote
+from minionsd.markdown import FrontMatterError, first_heading, parse_note
+
+log = structlog.get_logger()
+
+DEFAULT_IMPORTANCE = 0.5
+_PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
+
+
+class Abandoned(Exception):
+    """Shutdown asked the batch to stop; the journal keeps it open for the next start."""
+
+
+@dataclass
+class BatchResult:
+    mode: str = "nothing"
+    notes: int = 0
+    archived: list[str] = field(default_factory=list)
+    records_upserted: int = 0
+    kb_entries: list[str] = field(default_factory=list)
+    notebooks: dict[str, int] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"mode": self.mode, "notes": self.notes, "archived": self.archived,
+                "records_upserted": self.records_upserted, "kb_entries": self.kb_entries,
+                "notebooks": self.notebooks}
+
+
+def mentioned_paths(text: str, limit: int = 50) -> list[str]:
+    return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
+
+
+class Pipeline:
+    """Runs batches synchronously (call from a worker thread)."""
+
+    def __init__(self, app: App, inbox: Inbox) -> None:
+        self.app = app
+        self.inbox = inbox
+        self._abandon = threading.Event()
+        # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
+        self._crash_at: Callable[[str], None] = app.hooks.get("crash_at", lambda step: None)
+
+    def abandon(self) -> None:
+        self._abandon.set()
+
+    def _step(self, name: str) -> None:
+        self._crash_at(name)
+        if self._abandon.is_set():
+            raise Abandoned(name)
+
+    # --- selecting a batch -------------------------------------------------------------------
+
+    def eligible(self) -> list[InboxNote]:
+        cfg = self.app.config
+        held = self.app.db.read_blocking(_held_and_busy)
+        notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
+                                settle_ms=cfg["engine.inbox_settle_ms"], held_names=held,
+                                configured_agents=cfg.agents)
+        return [n for n in notes if n.settled and not n.held and n.name not in held]
+
+    def run(self, force: bool) -> BatchResult:
+        """Finish any open batch, then start a new one if enough notes wait."""
+        recovered = self.recover()
+        if recovered is not None:
+            return recovered
+        notes = self.eligible()
+        threshold = self.app.config["engine.inbox_consolidate_threshold"]
+        if not notes or (not force and len(notes) < threshold):
+            return BatchResult()
+        batch = notes[: self.app.config["engine.consolidation_max_batch"]]
+        batch_id = self._journal(batch)
+        return self.execute(batch_id)
+
+    def recover(self) -> BatchResult | None:
+        result = None
+        for batch_id in self.app.db.read_blocking(journal.open_batch_ids):
+            log.info("consolidation.resume", batch=batch_id)
+            result = self.execute(batch_id)
+        return result
+
+    def _journal(self, batch: list[InboxNote]) -> str:
+        now = self.app.now()
+        storm = find_storm([storm_hash(n.content) for n in batch])
+        rows = []
+        for note in batch:
+            role = "note"
+            if storm is not None:
+                if storm_hash(note.content) != storm:
+                    continue  # minority notes wait in the inbox for the next batch
+                role = "storm"
+            rows.append({"name": note.name, "content": note.content,
+                         "content_hash": content_hash(note.content), "author": note.author,
+                         "role": role})
+        batch_id = f"B-{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+        self.app.db.write_blocking(journal.create, batch_id, date_stamp(now), now, rows)
+        log.info("consolidation.batch_started", batch=batch_id, notes=len(rows),
+                 storm=storm is not None)
+        return batch_id
+
+    # --- executing a journalled batch ---------------------------------------------------------
+
+    def execute(self, batch_id: str) -> BatchResult:
+        self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        batch = self.app.db.read_blocking(journal.load, batch_id)
+        self._step("start")
+        storm = any(n.role == "storm" for n in batch.notes)
+        result = BatchResult()
+        if storm:
+            result.mode = "circuit_breaker"
+            self._write_storm_alert(batch)
+        else:
+            mode, digest = self._digest(batch)
+            result.mode = mode
+            self._append_digest(batch, digest)
+            result.kb_entries = self._write_kb_entries(batch)
+            result.notebooks = self._append_notebooks(batch)
+            result.records_upserted = self._upsert_records(batch)
+        result.archived = self._archive(batch)
+        result.notes = len(result.archived)
+        self._step("finish")
+        self.app.db.write_blocking(journal.finish, batch_id, self.app.now(), storm)
+        log.info("consolidation.batch_done", batch=batch_id, mode=result.mode,
+                 notes=result.notes)
+        return result
+
+    def _digest(self, batch: journal.Batch) -> tuple[str, str]:
+        if batch.mode is not None:
+            return batch.mode, batch.digest or ""
+        notes = [DigestNote(n.name, n.author, n.content) for n in batch.notes]
+        digest = self._llm_digest(notes)
+        mode = "llm" if digest else "regex"
+        if digest is None:
+            existing = read_text(self.app.home.notes) or ""
+            digest = regex_digest(notes, batch.date, existing)
+        self._step("digest")
+        self.app.db.write_blocking(journal.set_digest, batch.id, mode, digest)
+        return mode, digest
+
+    def _llm_digest(self, notes: list[DigestNote]) -> str | None:
+        api_key = self.app.llm_api_key()
+        if not api_key:
+            return None
+        cfg = self.app.config
+        return llm_digest.request_digest(
+            notes, model=cfg["llm.model"], api_key=api_key,
+            base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
+            max_retries=cfg["llm.max_retries"])
+
+    def _append_digest(self, batch: journal.Batch, digest: str) -> None:
+        notes_path = self.app.home.notes
+        with lock_for(notes_path):
+            current = read_text(notes_path)
+            if current is not None and notesfile.contains_entry(current, batch.id):
+                return
+            text = notesfile.append_section(current, notesfile.render_section(digest, batch.id))
+            kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
+            self._step("notes")
+            if moved:
+                # History first: a redo after a crash between the two writes finds the
+                # sections already in the history and skips them, so none is lost or doubled.
+                history = self.app.home.notes_history
+                with lock_for(history):
+                    atomic_write_text(history, notesfile.append_history(read_text(history),
+                                                                        moved))
+            atomic_write_text(notes_path, kept)
+
+    def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
+        home = self.app.home
+        written = []
+        for note in batch.notes:
+            if note.done:
+                continue
+            category = classify.classify(note.name, note.content)
+            rel = note.kb_path
+            if rel is None or not self._is_our_entry(home.root / rel, note):
+                directory = home.rel(home.category_dir(category))
+                name = classify.entry_name(batch.date, note.author, note.name, note.content)
+                rel = classify.unique_path(directory, name, lambda p: (home.root / p).exists())
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            target = home.root / rel
+            if not target.exists():
+                self._step("kb")
+                atomic_write_text(target, self._entry_text(note, category, batch.date))
+            written.append(rel)
+        return written
+
+    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
+        source = note.archive_path or f"notes/inbox/{note.name}"
+        extra = {"entry_id": note.content_hash[:16]}
+        try:
+            return classify.render_entry(note.content, source=source, agent=note.author,
+                                         category=category, date=date, extra=extra)
+        except FrontMatterError:
+            return classify.render_entry(_strip_front_matter(note.content), source=source,
+                                         agent=note.author, category=category, date=date,
+                                         extra=extra)
+
+    @staticmethod
+    def _is_our_entry(path: Path, note: journal.JournalNote) -> bool:
+        text = read_text(path)
+        return text is None or f"entry_id: {note.content_hash[:16]}" in text
+
+    def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
+        agents = self.app.config.agents
+        counts: dict[str, int] = {}
+        for note in batch.notes:
+            if note.done or not has_notebook(note.author, agents):
+                continue
+            path = self.app.home.notebook(note.author)
+            entry_id = note.content_hash[:16]
+            with lock_for(path):
+                current = read_text(path)
+                if current is None or not notebooks.has_entry(current, entry_id):
+                    entry = notebooks.render_entry(
+                        entry_id=entry_id, date=batch.date, title=_title(note),
+                        body=_body(note.content), source=self._archive_rel(batch, note),
+                        meta=_safe_meta(note.content))
+                    self._step("notebook")
+                    atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
+            counts[note.author] = counts.get(note.author, 0) + 1
+        return counts
+
+    def _upsert_records(self, batch: journal.Batch) -> int:
+        fields = [(note, self._record_fields(note, batch)) for note in batch.notes
+                  if not note.done]
+        self._step("sql")
+
+        def upsert_all(conn: Any) -> int:
+            now = self.app.now()
+            inserted = 0
+            for note, values in fields:
+                record_id, created = records.upsert_by_hash(conn, values, note.content_hash,
+                                                            now)
+                journal.set_note(conn, batch.id, note.name, record_id=record_id)
+                inserted += 1 if created else 0
+            return inserted
+
+        self.app.db.write_blocking(upsert_all)
+        return len(fields)
+
+    def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
+        meta = _safe_meta(note.content)
+        body = _body(note.content)
+        project = meta.get("project") if isinstance(meta.get("project"), str) else None
+        trust = self._trust(note.author)
+        tags = meta.get("tags")
+        tags = [str(t) for t in tags] if isinstance(tags, list) else []
+        importance = meta.get("importance")
+        if isinstance(importance, bool) or not isinstance(importance, int | float) \
+                or not 0 <= importance <= 1:
+            importance = DEFAULT_IMPORTANCE
+        archive_rel = self._archive_rel(batch, note)
+        task = meta.get("task")
+        pr = meta.get("pr")
+        return {
+            "type": "semantic", "scope": f"project:{project}" if project else "global",
+            "trust": trust, "title": _title(note)[:500], "body": body or note.content,
+            "source": archive_rel, "author": note.author[:200], "project": project,
+            "agent": note.author if trust == "agent" else None,
+            "task": str(task)[:200] if task is not None else None,
+            "pr": str(pr)[:200] if pr is not None else None,
+            "paths": mentioned_paths(body), "tags": tags[:50],
+            "importance": float(importance), "confidence": 0.5,
+            "expires_at": None, "created_at": None,
+            "meta": {"inbox_name": note.name, "batch": batch.id,
+                     "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
+        }
+
+    @staticmethod
+    def _archive_rel(batch: journal.Batch, note: journal.JournalNote) -> str:
+        fallback = f"notes/archive/{classify.archive_name(batch.date, note.name)}"
+        return note.archive_path or fallback
+
+    def _trust(self, author: str) -> str:
+        agents = self.app.config.agents
+        if author == "engine":
+            return "system"
+        if author in agents or is_temporary(author, agents):
+            return "agent"
+        return "human"
+
+    def _plan_archive(self, batch: journal.Batch) -> None:
+        """Fix every note's archive path up front: records and KB entries cite it."""
+        home = self.app.home
+        taken: set[str] = set()
+        for note in batch.notes:
+            if note.archive_path is None:
+                rel = classify.unique_path(
+                    home.rel(home.archive), classify.archive_name(batch.date, note.name),
+                    lambda p: p in taken or (home.root / p).exists())
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name,
+                                           archive_path=rel)
+                taken.add(rel)
+
+    def _archive(self, batch: journal.Batch) -> list[str]:
+        home = self.app.home
+        archived = []
+        for note in batch.notes:
+            rel = self._archive_rel(batch, note)
+            if not note.done:
+                self._step("archive")
+                self._move_to_archive(home.inbox / note.name, home.root / rel, note)
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name, done=1)
+            archived.append(rel)
+        return archived
+
+    @staticmethod
+    def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
+        if target.exists():
+            if source.exists() and read_text(source) == note.content:
+                source.unlink()  # already copied before a crash; the inbox copy is redundant
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            current = source.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current is not None and current.decode("utf-8", "replace") == note.content:
+            os.rename(source, target)
+        else:
+            # The inbox file vanished or was rewritten since the batch began: archive what
+            # the batch processed; a rewritten file stays in the inbox as a new note.
+            atomic_write_text(target, note.content)
+
+    def _write_storm_alert(self, batch: journal.Batch) -> None:
+        writer = self.app.hooks.get("submit_note")
+        if writer is None:
+            return
+        sample = batch.notes[0]
+        body = (f"# Duplicate storm stopped\n\n{len(batch.notes)} copies of one note "
+                f"(first: {sample.name}, author {sample.author}) arrived in one batch. "
+                "They were archived without digest, KB, notebook or SQL writes.\n")
+        self._step("alert")
+        writer({"body": body, "author": "engine", "kind": "alert",
+                "title": f"duplicate storm {batch.id}"})
+
+
+def _held_and_busy(conn: Any) -> set[str]:
+    from minionsd.inbox import held_names
+
+    return held_names(conn) | journal.names_in_open_batches(conn)
+
+
+def _safe_meta(content: str) -> dict[str, Any]:
+    try:
+        return parse_note(content)[0]
+    except FrontMatterError:
+        return {}
+
+
+def _body(content: str) -> str:
+    try:
+        return parse_note(content)[1].strip()
+    except FrontMatterError:
+        return _strip_front_matter(content).strip()
+
+
+def _strip_front_matter(content: str) -> str:
+    if content.startswith("---"):
+        end = content.find("\n---", 3)
+        if end != -1:
+            return content[end + 4:].lstrip("\r\n")
+    return content
+
+
+def _title(note: journal.JournalNote) -> str:
+    meta = _safe_meta(note.content)
+    title = meta.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return first_heading(_body(note.content)) or note.name.removesuffix(".md")

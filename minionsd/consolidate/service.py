@@ -1,0 +1,181 @@
+"""The consolidation component: inbox methods, triggering, status, start-up recovery.
+
+Owns the asyncio side: a lock so one batch runs at a time, the threshold trigger, and the
+hand-off of the synchronous Pipeline to a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+
+from minionsd import inbox as inbox_mod
+from minionsd.app import App
+from minionsd.consolidate import journal
+from minionsd.consolidate.pipeline import Abandoned, Pipeline
+from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.fileio import atomic_write_text
+from minionsd.home import check_name
+from minionsd.inbox import Inbox
+from minionsd.threads import run_in_daemon_thread
+
+log = structlog.get_logger()
+
+
+class ConsolidationService:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.inbox = Inbox(app.home)
+        self.pipeline = Pipeline(app, self.inbox)
+        self._lock = asyncio.Lock()
+        self._trigger_task: asyncio.Task | None = None
+        self._stopping = False
+        app.hooks["submit_note"] = self.submit_sync
+        app.hooks["poke_inbox"] = self.poke
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self._lock:
+            try:
+                await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
+            except Abandoned:
+                return
+        self.poke()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self.pipeline.abandon()
+        if self._trigger_task is not None:
+            self._trigger_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._trigger_task, 8)
+        # Wait for a running batch to reach a step boundary (it stops there).
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._lock.acquire(), 8)
+
+    # --- running batches ----------------------------------------------------------------------
+
+    async def run(self, force: bool = False) -> dict[str, Any]:
+        if self._stopping:
+            raise InvalidState("the daemon is shutting down")
+        async with self._lock:
+            result = await run_in_daemon_thread(self.pipeline.run, force, name="consolidation")
+        self.poke()
+        return result.to_wire()
+
+    def poke(self) -> None:
+        """Something may have changed in the inbox: check the threshold soon."""
+        if self._stopping:
+            return
+        if self._trigger_task is None or self._trigger_task.done():
+            self._trigger_task = asyncio.get_running_loop().create_task(self._auto())
+
+    async def _auto(self) -> None:
+        cfg = self.app.config
+        if not cfg["engine.auto_consolidate_memory"]:
+            return
+        # Let a burst of arriving files settle before counting them.
+        await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
+        while not self._stopping:
+            eligible = await run_in_daemon_thread(self.pipeline.eligible, name="inbox-scan")
+            if len(eligible) < self.app.config["engine.inbox_consolidate_threshold"]:
+                return
+            try:
+                async with self._lock:
+                    result = await run_in_daemon_thread(self.pipeline.run, False,
+                                                        name="consolidation")
+            except Abandoned:
+                return
+            except Exception:
+                log.exception("consolidation.failed")
+                return
+            if result.mode == "nothing":
+                return
+
+    # --- status -------------------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        notes, holds, busy, counters = await run_in_daemon_thread(self._status_snapshot,
+                                                                 name="status")
+        eligible = [n for n in notes if n.settled and not n.held and n.name not in busy]
+        return {
+            "inbox": {"pending": len(notes), "eligible": len(eligible),
+                      "held": sum(1 for n in notes if n.held or n.name in holds)},
+            "consolidation": {
+                "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
+                "batches": int(counters.get("batches", 0)),
+                "circuit_breaks": int(counters.get("circuit_breaks", 0)),
+                "running": self._lock.locked(),
+            },
+        }
+
+    def _status_snapshot(self) -> tuple[list[inbox_mod.InboxNote], set[str], set[str],
+                                        dict[str, str]]:
+        db = self.app.db
+        holds = db.read_blocking(inbox_mod.held_names)
+        busy = db.read_blocking(journal.names_in_open_batches)
+        cfg = self.app.config
+        notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
+                                settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
+                                configured_agents=cfg.agents)
+        return notes, holds, busy, db.read_blocking(journal.counters)
+
+    # --- inbox methods ------------------------------------------------------------------------
+
+    def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
+        now = self.app.now()
+        submission = inbox_mod.prepare_submission(params, now)
+        target = self.app.home.inbox / submission.name
+
+        def claim_and_write(conn: Any) -> bool:
+            if not inbox_mod.record_submission(conn, submission, self.app.home.inbox, now):
+                return False
+            # Written inside the transaction: if the write fails the claim rolls back.
+            atomic_write_text(target, submission.text)
+            return True
+
+        written = self.app.db.write_blocking(claim_and_write)
+        return {"name": submission.name, "path": self.app.home.rel(target),
+                "duplicate": not written}
+
+    def methods(self) -> dict[str, Any]:
+        async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
+                               project: Any = None, task: Any = None, pr: Any = None,
+                               outcome: Any = None, hold: Any = False) -> dict[str, Any]:
+            params = {"body": body, "author": author, "title": title, "kind": kind,
+                      "project": project, "task": task, "pr": pr, "outcome": outcome,
+                      "hold": hold}
+            result = await run_in_daemon_thread(self.submit_sync, params, name="submit")
+            self.poke()
+            return result
+
+        async def inbox_list() -> dict[str, Any]:
+            notes, holds, busy, _ = await run_in_daemon_thread(self._status_snapshot,
+                                                              name="inbox-list")
+            return {"notes": [
+                {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
+                 "eligible": n.settled and not n.held and n.name not in busy,
+                 "held": n.held or n.name in holds}
+                for n in notes]}
+
+        async def inbox_hold(name: Any, held: Any) -> dict[str, Any]:
+            check_name(name, "name")
+            if not isinstance(held, bool):
+                raise InvalidParams("'held' must be true or false", param="held")
+            if held and not (self.app.home.inbox / name).is_file():
+                raise NotFound(f"no note named {name!r} in the inbox", name=name)
+            await self.app.db.write(inbox_mod.set_hold, name, held, self.app.now())
+            self.poke()
+            return {"name": name, "held": held}
+
+        async def consolidation_run(force: Any = False) -> dict[str, Any]:
+            if not isinstance(force, bool):
+                raise InvalidParams("'force' must be true or false", param="force")
+            return await self.run(force)
+
+        return {"inbox.submit": inbox_submit, "inbox.list": inbox_list,
+                "inbox.hold": inbox_hold, "consolidation.run": consolidation_run}

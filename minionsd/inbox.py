@@ -1,0 +1,271 @@
+"""The inbox: which notes are there, which are eligible, quarantine, holds and submission.
+
+A note is eligible when it is a regular `*.md` file directly in notes/inbox/, not hidden or an
+editor temp file, settled (unchanged for `engine.inbox_settle_ms`), not held (front matter
+`hold: true` or a hold in state.db) and not part of a running batch. Files that can never be
+processed (symlinks, invalid UTF-8, too large, empty, unparsable front matter) are moved to
+notes/quarantine/ with a `<name>.reason.txt` beside them; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minionsd.clock import date_stamp, iso
+from minionsd.consolidate.identity import note_author
+from minionsd.errors import Conflict, InvalidParams
+from minionsd.fileio import atomic_write_text
+from minionsd.home import Home
+from minionsd.markdown import FrontMatterError, first_heading, parse_note, render_note, safe_slug
+
+log = structlog.get_logger()
+
+KINDS = ("note", "finding", "feedback", "alert")
+_AUTHOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_TEMP_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def is_candidate_name(name: str) -> bool:
+    """A name the inbox considers at all: `*.md`, not hidden, not an editor temp file."""
+    if name.startswith((".", "#", "~")) or not name.endswith(".md"):
+        return False
+    return not name.endswith(_TEMP_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class InboxNote:
+    name: str
+    path: Path
+    size: int
+    mtime: float
+    meta: dict[str, Any]
+    content: str
+    author: str
+    held: bool
+    settled: bool
+
+    @property
+    def kind(self) -> str:
+        kind = self.meta.get("kind")
+        return kind if kind in KINDS else "note"
+
+
+class Inbox:
+    """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
+
+    def scan(self, *, max_bytes: int, settle_ms: int, held_names: set[str],
+             configured_agents: Iterable[str], wall_now: float | None = None) -> list[InboxNote]:
+        """Every processable note, oldest first (mtime, then name); quarantines bad files."""
+        wall_now = time.time() if wall_now is None else wall_now
+        agents = list(configured_agents)
+        notes = []
+        try:
+            entries = list(os.scandir(self.home.inbox))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            if not is_candidate_name(entry.name):
+                continue
+            note = self._examine(entry, max_bytes, settle_ms, held_names, agents, wall_now)
+            if note is not None:
+                notes.append(note)
+        live = {n.name for n in notes}
+        for name in list(self._cache):
+            if name not in live:
+                del self._cache[name]
+        notes.sort(key=lambda n: (n.mtime, n.name))
+        return notes
+
+    def _examine(self, entry: os.DirEntry[str], max_bytes: int, settle_ms: int,
+                 held_names: set[str], agents: list[str], wall_now: float) -> InboxNote | None:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            self.quarantine(entry.name, "symlinks are not accepted in the inbox")
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        settled = (wall_now - info.st_mtime) * 1000 >= settle_ms
+        if info.st_size > max_bytes:
+            if settled:
+                self.quarantine(entry.name, f"file is {info.st_size} bytes, over "
+                                f"engine.inbox_max_note_bytes ({max_bytes})")
+            return None
+        if not settled:
+            return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, {}, "",
+                             "unknown", entry.name in held_names, False)
+        parsed = self._parse(entry, info)
+        if parsed is None:
+            return None
+        meta, content = parsed
+        held = entry.name in held_names or meta.get("hold") is True
+        return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
+                         content, note_author(meta, entry.name, agents), held, True)
+
+    def _parse(self, entry: os.DirEntry[str],
+               info: os.stat_result) -> tuple[dict[str, Any], str] | None:
+        signature = (info.st_size, info.st_mtime_ns)
+        cached = self._cache.get(entry.name)
+        if cached and cached[0] == signature:
+            return cached[1], cached[2]
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.quarantine(entry.name, f"cannot read the file: {exc}")
+            return None
+        reason = None
+        try:
+            content = raw.decode("utf-8")
+            meta, _body = parse_note(content)
+            if not content.strip():
+                reason = "file is empty"
+        except UnicodeDecodeError as exc:
+            reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        except FrontMatterError as exc:
+            reason = f"front matter cannot be parsed: {exc.detail}"
+        if reason:
+            self.quarantine(entry.name, reason)
+            return None
+        self._cache[entry.name] = (signature, meta, content)
+        return meta, content
+
+    def quarantine(self, name: str, reason: str) -> Path | None:
+        """Move an inbox file to notes/quarantine/ (unique name) with a reason file."""
+        source = self.home.inbox / name
+        target_dir = self.home.quarantine
+        target_dir.mkdir(parents=True, exist_ok=True)
+        target = target_dir / name
+        counter = 2
+        while target.exists() or target.is_symlink():
+            target = target_dir / f"{Path(name).stem}-{counter}{Path(name).suffix}"
+            counter += 1
+        try:
+            os.rename(source, target)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.error("inbox.quarantine_failed", name=name, error=str(exc))
+            return None
+        atomic_write_text(target.with_name(target.name + ".reason.txt"),
+                          f"{name}: {reason}\n")
+        self._cache.pop(name, None)
+        log.warning("inbox.quarantined", name=name, reason=reason, path=str(target))
+        return target
+
+
+# --- holds, findings and submissions in state.db ------------------------------------------
+
+def held_names(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM inbox_holds")}
+
+
+def set_hold(conn: sqlite3.Connection, name: str, held: bool, now: datetime) -> None:
+    if held:
+        conn.execute("INSERT OR IGNORE INTO inbox_holds (name, held_at) VALUES (?, ?)",
+                     (name, iso(now)))
+    else:
+        conn.execute("DELETE FROM inbox_holds WHERE name = ?", (name,))
+
+
+@dataclass(frozen=True)
+class Submission:
+    name: str
+    text: str
+    kind: str
+    author: str
+    task: str | None
+
+
+def check_author(author: object) -> str:
+    if not isinstance(author, str) or not _AUTHOR_RE.match(author):
+        raise InvalidParams("'author' must be 1-64 characters of letters, digits, '.', '_' "
+                            "or '-', starting with a letter or digit", param="author")
+    return author
+
+
+def _opt(params: dict[str, Any], key: str) -> str | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and key == "pr":
+        return str(value)
+    if not isinstance(value, str):
+        raise InvalidParams(f"'{key}' must be a string", param=key)
+    return value
+
+
+def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
+    """Validate inbox.submit params and render the note file (name and text)."""
+    body = params.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise InvalidParams("'body' must be a non-empty string", param="body")
+    author = check_author(params.get("author"))
+    kind = params.get("kind") or "note"
+    if kind not in KINDS:
+        raise InvalidParams(f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}",
+                            param="kind")
+    title, project, task, pr, outcome = (_opt(params, k) for k in
+                                         ("title", "project", "task", "pr", "outcome"))
+    hold = params.get("hold", False)
+    if not isinstance(hold, bool):
+        raise InvalidParams("'hold' must be true or false", param="hold")
+    if kind == "finding":
+        if not task:
+            raise InvalidParams("a finding needs 'task'", param="task")
+        if outcome != "success":
+            raise InvalidParams("a finding is kept only for a successful task: 'outcome' must "
+                                f"be \"success\", got {outcome!r}", param="outcome")
+    date = date_stamp(now)
+    slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
+        or " ".join(body.split()[:8])
+    name = f"{author}-{safe_slug(slug_source)}-{date}.md"
+    meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
+    if kind in ("finding", "feedback", "alert") or author == "engine":
+        meta["agent"] = author
+    for key, value in (("title", title), ("project", project), ("task", task), ("pr", pr),
+                       ("outcome", outcome)):
+        if value is not None:
+            meta[key] = value
+    if hold:
+        meta["hold"] = True
+    text = render_note(meta, body if body.endswith("\n") else body + "\n")
+    return Submission(name, text, kind, author, task)
+
+
+def record_submission(conn: sqlite3.Connection, sub: Submission, inbox_dir: Path,
+                      now: datetime) -> bool:
+    """Claim the name (and the task, for a finding) in state.db; False = duplicate."""
+    if (inbox_dir / sub.name).exists() or conn.execute(
+            "SELECT 1 FROM inbox_submissions WHERE name = ?", (sub.name,)).fetchone():
+        return False
+    if sub.kind == "finding":
+        first = conn.execute("SELECT name, agent FROM findings WHERE task = ?",
+                             (sub.task,)).fetchone()
+        if first:
+            raise Conflict(f"task {sub.task!r} already has a finding: {first['name']} "
+                           f"by {first['agent']}", first=first["name"])
+        conn.execute("INSERT INTO findings (task, name, agent, at) VALUES (?, ?, ?, ?)",
+                     (sub.task, sub.name, sub.author, iso(now)))
+    conn.execute("INSERT INTO inbox_submissions (name, at) VALUES (?, ?)", (sub.name, iso(now)))
+    return True
