@@ -87,7 +87,9 @@ def _instructions(kb_paths: Mapping[str, str]) -> str:
     )
 
 
-def _output_format(date: str) -> str:
+def _output_format(date: str | None) -> str:
+    # Without a date the model is asked for none in particular; callers should pass one.
+    today = f"\n\nUse today's date: {date}" if date else ""
     return (
         "## Output Format\n\n"
         "Answer with only Markdown shaped like this, no preamble, no code fences:\n\n"
@@ -96,15 +98,15 @@ def _output_format(date: str) -> str:
         "#### Category Name\n"
         "- **Bold key**: insight text _(agent)_\n"
         "  \u2192 see `knowledge/category/filename.md`\n\n"
-        "_Processed N notes, M insights extracted, K duplicates removed._\n\n"
-        f"Use today's date: {date}"
+        "_Processed N notes, M insights extracted, K duplicates removed._"
+        f"{today}"
     )
 
 
 def build_prompt(
     notes: list[DigestNote],
     *,
-    date: str,
+    date: str | None = None,
     existing_notes: str = "",
     kb_paths: Mapping[str, str] | None = None,
 ) -> str:
@@ -180,16 +182,21 @@ def _call(
 def request_digest(
     notes: list[DigestNote],
     *,
-    date: str,
     model: str,
     api_key: str | None,
     base_url: str | None,
     timeout_s: float,
     max_retries: int,
+    date: str | None = None,
     existing_notes: str = "",
     kb_paths: Mapping[str, str] | None = None,
 ) -> str | None:
-    """Ask the Messages API for the batch digest; None on any failure. Never raises."""
+    """Ask the Messages API for the batch digest; None on any failure. Never raises.
+
+    Pass `date` (the batch's UTC day) so the digest title carries it, `existing_notes` (the
+    current notes.md) so the model can skip what the team already knows, and `kb_paths`
+    (note file name -> knowledge path) for the `→ see` reference lines.
+    """
     if not api_key:
         log.info("llm.digest_skipped", reason="no_api_key", notes=len(notes))
         return None

@@ -212,3 +212,13 @@ def test_accept_handles_crlf_and_none():
     assert accept_digest(GOOD.replace("\n", "\r\n")) == GOOD.strip()
     assert accept_digest(None) is None
     assert accept_digest("") is None
+
+
+def test_date_and_context_are_optional(llm):
+    # The pipeline's call shape: no date, no existing notes, no KB paths.
+    llm.set_mode("text", text=GOOD)
+    digest = request_digest(
+        NOTES, model="m", api_key="test-key", base_url=llm.url, timeout_s=5, max_retries=0
+    )
+    assert digest == GOOD.strip()
+    assert "Use today's date" not in llm.requests[0].prompt
