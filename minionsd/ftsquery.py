@@ -1,0 +1,176 @@
+"""Turning free text into safe FTS5 queries, and the text that makes identifiers findable.
+
+This module owns the word rules shared by ``memory.search``, retrieval and indexing:
+
+* how text splits into terms (runs of letters and digits, as FTS5's unicode61 tokenizer splits
+  it, plus the pieces and joined forms of code identifiers, see :func:`code_terms`);
+* the English stop-word list (:data:`STOP_WORDS`);
+* how terms become a MATCH expression (:func:`quote_term`, :func:`match_expression`);
+* what goes into the indexed-only ``search_aux`` column (:func:`index_aux_text`).
+
+Invariant: every term this module returns is one run of letters/digits (no quotes, spaces or
+operators), and every MATCH expression it builds is an OR of double-quoted strings, so no
+input text can produce an FTS5 syntax error, a column filter or any other query operator.
+The query side and the index side use the same identifier rules, so ``TokenRefresher``,
+``token_refresher`` and ``token-refresher`` all meet at the term ``tokenrefresher``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+
+# English function words: articles, pronouns, auxiliaries, prepositions, conjunctions and the
+# commonest adverbs. Words that mean something in code (null, none, true, new, get, set, run,
+# open, test, error, ...) are deliberately absent.
+_STOP_WORD_TEXT = """
+    a about above after again against all also am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn did didn do does doesn doing
+    don down during each either else even ever every few for from further had hadn has hasn have
+    haven having he her here hers herself him himself his how however i if in into is isn it its
+    itself just let me more most much must mustn my myself neither no nor not now of off often
+    on once only or other ought our ours ourselves out over own per quite rather really same
+    shall shan she should shouldn so some such than that the their theirs them themselves then
+    there these they this those though through thus to too under until up upon us very via was
+    wasn we were weren what whatever when whenever where whereas wherever whether which while
+    who whom whose why will with within without won would wouldn yet you your yours yourself
+    yourselves ll re ve s t d m
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_WORD_TEXT.split())
+
+MAX_TERM_CHARS = 100
+_MIN_TERM_CHARS = 2
+_MAX_JOINED_PARTS = 8
+
+# A run of letters/digits: what unicode61 keeps as one token ('_' and '-' separate tokens).
+_TOKEN_RE = re.compile(r"[^\W_]+")
+# Tokens glued by '_' or '-': snake_case, SCREAMING_CASE, kebab-case.
+_COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
+# Humps of a camelCase / PascalCase token; acronyms stay together (HTTPServer -> HTTP, Server).
+_CAMEL_PART_RE = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
+_HAS_HUMP_RE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
+
+# Phrasal verbs whose noun form is the usual engineering word. Porter stemming already joins
+# "timeouts"/"timeout" and "retried"/"retry"; it cannot join "timed out" with "timeout".
+_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), word)
+    for pattern, word in (
+        (r"\btim(?:e|es|ed|ing)[ \t]+out\b", "timeout"),
+        (r"\bset(?:s|ting)?[ \t]+up\b", "setup"),
+        (r"\bshut(?:s|ting)?[ \t]+down\b", "shutdown"),
+        (r"\broll(?:s|ed|ing)?[ \t]+back\b", "rollback"),
+        (r"\bback(?:s|ed|ing)?[ \t]+off\b", "backoff"),
+        (r"\bfall(?:s|ing)?[ \t]+back\b|\bfell[ \t]+back\b", "fallback"),
+        (r"\bclean(?:s|ed|ing)?[ \t]+up\b", "cleanup"),
+        (r"\blog(?:s|ged|ging)?[ \t]+in\b", "login"),
+        (r"\blog(?:s|ged|ging)?[ \t]+out\b", "logout"),
+        (r"\bsign(?:s|ed|ing)?[ \t]+in\b", "signin"),
+        (r"\bstart(?:s|ed|ing)?[ \t]+up\b", "startup"),
+        (r"\blook(?:s|ed|ing)?[ \t]+up\b", "lookup"),
+    )
+)
+
+
+def quote_term(term: str) -> str:
+    """Quote `term` as an FTS5 string: inside quotes every character is literal text."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_expression(terms: Sequence[str]) -> str | None:
+    """An OR of the quoted terms, or None when there is nothing to search for."""
+    quoted = [quote_term(t) for t in terms if t]
+    return " OR ".join(quoted) if quoted else None
+
+
+def normalise_phrases(text: str) -> str:
+    """Rewrite phrasal verbs to their one-word form ("timed out" -> "timeout")."""
+    for pattern, word in _PHRASES:
+        text = pattern.sub(word, text)
+    return text
+
+
+def phrase_forms(text: str) -> list[str]:
+    """The one-word forms of the phrasal verbs that occur in `text`."""
+    return [word for pattern, word in _PHRASES if pattern.search(text)]
+
+
+def _camel_parts(token: str) -> list[str]:
+    if not _HAS_HUMP_RE.search(token):
+        return []
+    parts = _CAMEL_PART_RE.findall(token)
+    return [p.lower() for p in parts] if len(parts) > 1 else []
+
+
+def code_terms(text: str) -> Iterator[str]:
+    """Every term of `text` in order, lower-cased, with identifier pieces and joined forms.
+
+    For each token (a run of letters/digits) this yields the token itself, then the humps of
+    a camelCase token; after a snake_case or kebab-case compound it yields the parts glued
+    together. Nothing is filtered or de-duplicated here.
+    """
+    text = unicodedata.normalize("NFC", text)
+    for compound in _COMPOUND_RE.finditer(text):
+        tokens = _TOKEN_RE.findall(compound.group(0))
+        for token in tokens:
+            yield token.lower()
+            yield from _camel_parts(token)
+        if 1 < len(tokens) <= _MAX_JOINED_PARTS:
+            yield "".join(tokens).lower()
+
+
+def is_useful_term(term: str, stop_words: frozenset[str] = STOP_WORDS) -> bool:
+    return _MIN_TERM_CHARS <= len(term) <= MAX_TERM_CHARS and term not in stop_words
+
+
+def unique_terms(
+    candidates: Iterable[str], max_terms: int, stop_words: frozenset[str] = STOP_WORDS
+) -> list[str]:
+    """First-seen unique terms without stop words; if that leaves none, keep the stop words."""
+    kept: dict[str, None] = {}
+    fallback: dict[str, None] = {}
+    for term in candidates:
+        if is_useful_term(term, stop_words):
+            kept.setdefault(term)
+            if len(kept) >= max_terms:
+                break
+        elif term and len(term) <= MAX_TERM_CHARS and len(fallback) < max_terms:
+            fallback.setdefault(term)
+    return list(kept or fallback)[: max(0, max_terms)]
+
+
+def search_terms(text: str, max_terms: int = 32) -> list[str]:
+    """Terms for a free-text `memory.search` query (any text is accepted)."""
+    return unique_terms(code_terms(normalise_phrases(text)), max_terms)
+
+
+_AUX_MAX_PATHS = 50
+_AUX_MAX_TAGS = 50
+_AUX_MAX_ITEM_CHARS = 300
+_AUX_MAX_EXTRA_TERMS = 300
+
+
+def index_aux_text(
+    title: str, body: str, paths: Sequence[str], tags: Sequence[str]
+) -> str:
+    """Text for the indexed-only ``search_aux`` column of a record.
+
+    It holds the paths and tags (which may not appear in the body), and the identifier forms
+    FTS5 would not produce from title and body on its own: camelCase humps, snake/kebab parts
+    glued together, path stems, and one-word forms of phrasal verbs. Plain tokens already in
+    title, body, paths or tags are left out so they are not counted twice. Bounded to a few KB.
+    """
+    paths = [str(p)[:_AUX_MAX_ITEM_CHARS] for p in list(paths)[:_AUX_MAX_PATHS]]
+    tags = [str(t)[:_AUX_MAX_ITEM_CHARS] for t in list(tags)[:_AUX_MAX_TAGS]]
+    sources = [*paths, *tags, title, body]
+    # Tokens FTS5 already gets from title, body and the verbatim paths and tags.
+    plain = {t.lower() for s in sources for t in _TOKEN_RE.findall(unicodedata.normalize("NFC", s))}
+    extra: dict[str, None] = {}
+    for source in sources:
+        for term in (*code_terms(source), *phrase_forms(source)):
+            if term not in plain and len(term) <= MAX_TERM_CHARS:
+                extra.setdefault(term)
+        if len(extra) >= _AUX_MAX_EXTRA_TERMS:
+            break
+    words = list(extra)[:_AUX_MAX_EXTRA_TERMS]
+    return "\n".join(part for part in (" ".join(paths), " ".join(tags), " ".join(words)) if part)
