@@ -61,3 +61,23 @@ def read_text(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+
+
+def create_new_text(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write a complete new file, failing with FileExistsError instead of overwriting.
+
+    The temp file is hard-linked to the target name, which the kernel refuses when the name
+    exists, so a concurrent writer can never be overwritten and no half file is visible.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.new.{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)

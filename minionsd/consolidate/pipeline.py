@@ -26,12 +26,12 @@ import structlog
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import classify, journal, llm_digest, notebooks, notesfile
+from minionsd.consolidate import classify, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
 from minionsd.consolidate.identity import has_notebook, is_temporary
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
-from minionsd.fileio import atomic_write_text, lock_for, read_text
+from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
 from minionsd.markdown import FrontMatterError, first_heading, parse_note
 
@@ -174,6 +174,9 @@ class Pipeline:
         api_key = self.app.llm_api_key()
         if not api_key:
             return None
+        # Imported here: the SDK takes seconds to import and most homes run without a key.
+        from minionsd.consolidate import llm_digest
+
         cfg = self.app.config
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
@@ -199,24 +202,28 @@ class Pipeline:
             atomic_write_text(notes_path, kept)
 
     def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
+        return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
+
+    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
         home = self.app.home
-        written = []
-        for note in batch.notes:
-            if note.done:
-                continue
-            category = classify.classify(note.name, note.content)
-            rel = note.kb_path
+        category = classify.classify(note.name, note.content)
+        rel = note.kb_path
+        while True:
             if rel is None or not self._is_our_entry(home.root / rel, note):
                 directory = home.rel(home.category_dir(category))
                 name = classify.entry_name(batch.date, note.author, note.name, note.content)
                 rel = classify.unique_path(directory, name, lambda p: (home.root / p).exists())
                 self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
             target = home.root / rel
-            if not target.exists():
-                self._step("kb")
-                atomic_write_text(target, self._entry_text(note, category, batch.date))
-            written.append(rel)
-        return written
+            if target.exists():
+                return rel
+            self._step("kb")
+            try:
+                create_new_text(target, self._entry_text(note, category, batch.date),
+                                mode=0o644)
+                return rel
+            except FileExistsError:
+                rel = None  # another writer took the name since we chose it: choose again
 
     def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
         source = note.archive_path or f"notes/inbox/{note.name}"

@@ -35,7 +35,7 @@ CREATE INDEX memory_records_status ON memory_records (status);
 CREATE INDEX memory_records_scope ON memory_records (scope);
 
 CREATE VIRTUAL TABLE memory_fts USING fts5 (
-    title, body, aux,
+    title, body, search_aux,
     content = 'memory_records', content_rowid = 'seq',
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -44,17 +44,17 @@ CREATE VIRTUAL TABLE memory_vocab USING fts5vocab (memory_fts, 'row');
 
 -- The FTS 'delete' command must receive the old column values, or stale tokens remain.
 CREATE TRIGGER memory_records_ai AFTER INSERT ON memory_records BEGIN
-    INSERT INTO memory_fts (rowid, title, body, aux)
+    INSERT INTO memory_fts (rowid, title, body, search_aux)
     VALUES (new.seq, new.title, new.body, new.search_aux);
 END;
 CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, title, body, aux)
+    INSERT INTO memory_fts (memory_fts, rowid, title, body, search_aux)
     VALUES ('delete', old.seq, old.title, old.body, old.search_aux);
 END;
 CREATE TRIGGER memory_records_au AFTER UPDATE OF title, body, search_aux ON memory_records BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, title, body, aux)
+    INSERT INTO memory_fts (memory_fts, rowid, title, body, search_aux)
     VALUES ('delete', old.seq, old.title, old.body, old.search_aux);
-    INSERT INTO memory_fts (rowid, title, body, aux)
+    INSERT INTO memory_fts (rowid, title, body, search_aux)
     VALUES (new.seq, new.title, new.body, new.search_aux);
 END;
 
