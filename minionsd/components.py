@@ -6,8 +6,10 @@ from typing import Any
 
 from minionsd.app import App
 from minionsd.consolidate.service import ConsolidationService
+from minionsd.schedule import Scheduler
+from minionsd.surfaces import KnowledgeSurface
 from minionsd.watch import InboxWatcher
 
 
 def build(app: App) -> list[Any]:
-    return [ConsolidationService(app), InboxWatcher(app)]
+    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app), Scheduler(app)]

@@ -1,14 +1,15 @@
-"""Inbox watching: watchdog events as hints, a periodic rescan as the ground truth.
+"""Inbox watching: watchdog events are hints; the scheduled rescan job is the ground truth.
 
 watchdog can drop events (queue overflow) and its observer thread dies silently when a
-handler raises, so the handler here does nothing but hand a "look again" to the loop, and a
-periodic task both pokes the consolidator and restarts a dead observer.
+handler raises, so the handler here does nothing but hand a "look again" to the loop, and the
+rescan job (jobs.rescan, every engine.rescan_interval_s) restarts a dead observer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 
 import structlog
@@ -37,7 +38,8 @@ class InboxWatcher:
     def __init__(self, app: App) -> None:
         self.app = app
         self._observer: Observer | None = None
-        self._rescan_task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
         self.restarts = 0
 
     def _poke(self) -> None:
@@ -48,7 +50,8 @@ class InboxWatcher:
     def _start_observer(self) -> None:
         observer = Observer()
         observer.daemon = True
-        observer.schedule(_Hint(asyncio.get_running_loop(), self._poke),
+        assert self._loop is not None
+        observer.schedule(_Hint(self._loop, self._poke),
                           str(self.app.home.inbox), recursive=False)
         observer.start()
         self._observer = observer
@@ -57,19 +60,17 @@ class InboxWatcher:
         return self._observer is not None and self._observer.is_alive()
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.app.home.inbox.mkdir(parents=True, exist_ok=True)
         self._start_observer()
-        self._rescan_task = asyncio.get_running_loop().create_task(self._rescan_loop())
         self.app.hooks["watcher_healthy"] = self.healthy
-
-    async def _rescan_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.app.config["engine.rescan_interval_s"])
-            self.check_observer()
-            self._poke()
+        self.app.hooks["check_watcher"] = self.check_observer
 
     def check_observer(self) -> None:
-        if not self.healthy():
+        """Restart a dead observer (callable from any thread)."""
+        with self._lock:
+            if self._loop is None or self.healthy():
+                return
             log.warning("watch.observer_dead", restarts=self.restarts)
             self.restarts += 1
             with contextlib.suppress(Exception):
@@ -78,11 +79,8 @@ class InboxWatcher:
             self._start_observer()
 
     async def stop(self) -> None:
-        if self._rescan_task is not None:
-            self._rescan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._rescan_task
-        if self._observer is not None:
-            self._observer.stop()
-            await asyncio.get_running_loop().run_in_executor(None, self._observer.join, 5)
-            self._observer = None
+        with self._lock:
+            observer, self._observer, self._loop = self._observer, None, None
+        if observer is not None:
+            observer.stop()
+            await asyncio.get_running_loop().run_in_executor(None, observer.join, 5)

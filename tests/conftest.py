@@ -116,8 +116,16 @@ class DaemonProcess:
             self.proc.wait()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def make_daemon(short_home: Path) -> Iterator[Callable[..., DaemonProcess]]:
+def make_daemon(short_home: Path, request: pytest.FixtureRequest
+                ) -> Iterator[Callable[..., DaemonProcess]]:
     started: list[DaemonProcess] = []
 
     def factory(env: dict[str, str] | None = None, args: list[str] | None = None,
@@ -129,8 +137,15 @@ def make_daemon(short_home: Path) -> Iterator[Callable[..., DaemonProcess]]:
     yield factory
     for daemon in started:
         daemon.kill()
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        for daemon in started:
+            print(f"--- daemon log ({daemon.home}) ---\n{daemon.log()}")
 
 
 @pytest.fixture
 def daemon(make_daemon: Callable[..., DaemonProcess]) -> DaemonProcess:
     return make_daemon()
+
+
+from tests.fake_anthropic import fake_anthropic  # noqa: E402,F401 - fixture re-export

@@ -92,6 +92,12 @@ class Pipeline:
                                 configured_agents=cfg.agents)
         return [n for n in notes if n.settled and not n.held and n.name not in held]
 
+    def has_work(self) -> bool:
+        """An interrupted batch to finish, or enough eligible notes for a new one."""
+        if self.app.db.read_blocking(journal.open_batch_ids):
+            return True
+        return len(self.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]
+
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
@@ -141,6 +147,7 @@ class Pipeline:
         result = BatchResult()
         if storm:
             result.mode = "circuit_breaker"
+            self.app.db.write_blocking(journal.set_digest, batch.id, result.mode, None)
             self._write_storm_alert(batch)
         else:
             mode, digest = self._digest(batch)
@@ -161,16 +168,16 @@ class Pipeline:
         if batch.mode is not None:
             return batch.mode, batch.digest or ""
         notes = [DigestNote(n.name, n.author, n.content) for n in batch.notes]
-        digest = self._llm_digest(notes)
+        existing = read_text(self.app.home.notes) or ""
+        digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
         if digest is None:
-            existing = read_text(self.app.home.notes) or ""
             digest = regex_digest(notes, batch.date, existing)
         self._step("digest")
         self.app.db.write_blocking(journal.set_digest, batch.id, mode, digest)
         return mode, digest
 
-    def _llm_digest(self, notes: list[DigestNote]) -> str | None:
+    def _llm_digest(self, notes: list[DigestNote], date: str, existing: str) -> str | None:
         api_key = self.app.llm_api_key()
         if not api_key:
             return None
@@ -181,7 +188,7 @@ class Pipeline:
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
             base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
-            max_retries=cfg["llm.max_retries"])
+            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing)
 
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
@@ -239,7 +246,9 @@ class Pipeline:
     @staticmethod
     def _is_our_entry(path: Path, note: journal.JournalNote) -> bool:
         text = read_text(path)
-        return text is None or f"entry_id: {note.content_hash[:16]}" in text
+        if text is None:
+            return True
+        return str(_safe_meta(text).get("entry_id")) == note.content_hash[:16]
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
         agents = self.app.config.agents

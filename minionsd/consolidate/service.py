@@ -33,12 +33,16 @@ class ConsolidationService:
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         app.hooks["submit_note"] = self.submit_sync
         app.hooks["poke_inbox"] = self.poke
+        app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
+        app.hooks["scan_inbox"] = self.scan_report
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         async with self._lock:
             try:
                 await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
@@ -74,6 +78,24 @@ class ConsolidationService:
         if self._trigger_task is None or self._trigger_task.done():
             self._trigger_task = asyncio.get_running_loop().create_task(self._auto())
 
+    def poke_threadsafe(self) -> None:
+        if self._loop is not None and not self._stopping:
+            self._loop.call_soon_threadsafe(self.poke)
+
+    def scan_report(self) -> dict[str, Any]:
+        """For the rescan job: reconcile the inbox directory (quarantining bad files)."""
+        before = self._quarantined()
+        notes, holds, busy, _ = self._status_snapshot()
+        eligible = [n for n in notes if n.settled and not n.held and n.name not in busy]
+        return {"pending": len(notes), "eligible": len(eligible),
+                "quarantined": self._quarantined() - before}
+
+    def _quarantined(self) -> int:
+        quarantine = self.app.home.quarantine
+        if not quarantine.is_dir():
+            return 0
+        return sum(1 for p in quarantine.iterdir() if not p.name.endswith(".reason.txt"))
+
     async def _auto(self) -> None:
         cfg = self.app.config
         if not cfg["engine.auto_consolidate_memory"]:
@@ -81,8 +103,7 @@ class ConsolidationService:
         # Let a burst of arriving files settle before counting them.
         await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
         while not self._stopping:
-            eligible = await run_in_daemon_thread(self.pipeline.eligible, name="inbox-scan")
-            if len(eligible) < self.app.config["engine.inbox_consolidate_threshold"]:
+            if not await run_in_daemon_thread(self.pipeline.has_work, name="inbox-scan"):
                 return
             try:
                 async with self._lock:

@@ -115,25 +115,25 @@ class Database:
             raise
         return conn
 
-    def _in_transaction(self, fn: Callable[..., T], *args: Any) -> T:
+    def _in_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self._write_conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            result = fn(conn, *args)
+            result = fn(conn, *args, **kwargs)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
         return result
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run fn(conn, *args) in one write transaction on the writer thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, self._in_transaction, fn, *args)
+    async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run fn(conn, *args, **kwargs) in one write transaction on the writer thread."""
+        return await asyncio.wrap_future(
+            self._writer.submit(self._in_transaction, fn, *args, **kwargs))
 
-    def write_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        """The same from a non-loop thread (jobs, start-up)."""
-        return self._writer.submit(self._in_transaction, fn, *args).result()
+    def write_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """The same from a non-loop thread (jobs, consolidation)."""
+        return self._writer.submit(self._in_transaction, fn, *args, **kwargs).result()
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -1,0 +1,255 @@
+"""Maintenance job bodies: plain functions of (app, now) returning a JSON-able report.
+
+The scheduler decides when they run; `maintenance.run` calls the same functions. Each is safe
+at any time and alongside consolidation: file edits happen under the same per-file locks the
+pipeline uses, and SQL goes through the single writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minionsd import knowledge, records
+from minionsd.app import App
+from minionsd.clock import iso
+from minionsd.consolidate import notebooks
+from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
+from minionsd.markdown import FrontMatterError, parse_note
+
+log = structlog.get_logger()
+
+SWEPT_MAX_AGE = timedelta(days=30)
+Report = dict[str, Any]
+
+
+# --- expiry ---------------------------------------------------------------------------------
+
+def expiry(app: App, now: datetime) -> Report:
+    return {"expired": app.db.write_blocking(records.expire_due, now)}
+
+
+# --- rescan ---------------------------------------------------------------------------------
+
+def rescan(app: App, now: datetime) -> Report:
+    """Reconcile the inbox directory (the watcher's events are only hints)."""
+    check = app.hooks.get("check_watcher")
+    if check is not None:
+        check()
+    scan = app.hooks.get("scan_inbox")
+    report = scan() if scan is not None else {}
+    poke = app.hooks.get("poke_inbox_threadsafe")
+    if poke is not None:
+        poke()
+    return report
+
+
+# --- KB sweep --------------------------------------------------------------------------------
+
+def _normalised_hash(body: str) -> str:
+    return hashlib.sha256(" ".join(body.split()).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _soft_delete(app: App, path: Path, reason: str, now: datetime) -> str:
+    """Move a knowledge file to knowledge/_swept/ with a reason header; never a hard delete."""
+    swept = app.home.swept
+    target = swept / path.name
+    counter = 2
+    while target.exists():
+        target = swept / f"{path.stem}-{counter}{path.suffix}"
+        counter += 1
+    text = path.read_text(encoding="utf-8")
+    create_new_text(target, f"<!-- swept: {iso(now)} | reason: {reason} -->\n{text}")
+    path.unlink()
+    return app.home.rel(target)
+
+
+def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        meta, body = parse_note(text)
+    except FrontMatterError:
+        meta, body = {}, text
+    return meta, body, text
+
+
+def kb_sweep(app: App, now: datetime) -> Report:
+    """Bring added or edited KB files into SQL, soft-delete exact duplicates, report drift."""
+    report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "duplicates_swept": [],
+                      "pinned_skipped": 0, "unreadable": [], "missing_files": [],
+                      "llm": "disabled" if not app.config["engine.kb_sweep_llm"]
+                      else "not implemented"}
+    entries = []
+    for path in knowledge.entry_paths(app.home):
+        parsed = _read_entry(path)
+        if parsed is None:
+            report["unreadable"].append(app.home.rel(path))
+            continue
+        entries.append((path, *parsed))
+    survivors = _sweep_duplicates(app, entries, now, report)
+    known = app.db.read_blocking(_kb_index)
+    for path, meta, _body, text in survivors:
+        _import_entry(app, path, meta, text, known, now, report)
+    on_disk = {app.home.rel(p) for p, *_ in survivors}
+    report["missing_files"] = sorted(rel for rel in known if rel not in on_disk)
+    report["pinned_skipped"] = sum(1 for _, meta, _, _ in survivors if meta.get("pinned") is True)
+    report["swept_pruned"] = _prune_swept(app, now)
+    return report
+
+
+def _sweep_duplicates(app: App, entries: list[tuple[Path, dict, str, str]], now: datetime,
+                      report: Report) -> list[tuple[Path, dict, str, str]]:
+    groups: dict[str, list[tuple[Path, dict, str, str]]] = {}
+    for entry in entries:
+        groups.setdefault(_normalised_hash(entry[2]), []).append(entry)
+    survivors = []
+    for group in groups.values():
+        # Newest first: the newest copy stays, older identical copies are swept.
+        group.sort(key=lambda e: (e[0].stat().st_mtime, e[0].name), reverse=True)
+        keep = group[0]
+        survivors.append(keep)
+        for path, meta, body, text in group[1:]:
+            if meta.get("pinned") is True:
+                survivors.append((path, meta, body, text))
+                continue
+            with lock_for(path):
+                moved = _soft_delete(app, path, f"hash-duplicate of {app.home.rel(keep[0])}",
+                                     now)
+            report["duplicates_swept"].append({"path": app.home.rel(path), "to": moved})
+    return survivors
+
+
+def _kb_index(conn: Any) -> dict[str, tuple[str, str | None]]:
+    return {row[0]: (row[1], row[2]) for row in
+            conn.execute("SELECT path, sha256, record_id FROM kb_files")}
+
+
+def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
+                  known: dict[str, tuple[str, str | None]], now: datetime,
+                  report: Report) -> None:
+    rel = app.home.rel(path)
+    digest = knowledge.sha256(text)
+    previous = known.get(rel)
+    if previous is not None and previous[0] == digest:
+        report["unchanged"] += 1
+        return
+    fields = knowledge.record_fields(rel, text, trust="human", author=None)
+
+    def sync(conn: Any) -> str:
+        record_id = previous[1] if previous else None
+        if record_id is None and isinstance(meta.get("entry_id"), str):
+            # Written by consolidation: the note's record already exists; link, don't copy.
+            row = conn.execute("SELECT id FROM memory_records WHERE content_hash LIKE ?",
+                               (re.sub(r"[%_]", "", meta["entry_id"]) + "%",)).fetchone()
+            record_id = row["id"] if row else None
+            if record_id is not None and previous is None:
+                knowledge.link_file(conn, rel, digest, record_id, now)
+                return "linked"
+        if record_id is None:
+            knowledge.insert_record(conn, rel, text, fields, now)
+            return "imported"
+        conn.execute("UPDATE memory_records SET title = ?, body = ?, updated_at = ? "
+                     "WHERE id = ?", (fields["title"], fields["body"], iso(now), record_id))
+        knowledge.link_file(conn, rel, digest, record_id, now)
+        return "updated"
+
+    outcome = app.db.write_blocking(sync)
+    report["imported" if outcome == "imported" else
+           "updated" if outcome == "updated" else "unchanged"] += 1
+
+
+def _prune_swept(app: App, now: datetime) -> int:
+    cutoff = (now - SWEPT_MAX_AGE).timestamp()
+    removed = 0
+    if app.home.swept.is_dir():
+        for entry in os.scandir(app.home.swept):
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+# --- retention -------------------------------------------------------------------------------
+
+def retention(app: App, now: datetime) -> Report:
+    max_entries = app.config["engine.agent_memory_max_entries"]
+    trimmed: dict[str, int] = {}
+    if app.home.agents_dir.is_dir():
+        for entry in sorted(os.scandir(app.home.agents_dir), key=lambda e: e.name):
+            if not entry.name.endswith(".md") or not entry.is_file(follow_symlinks=False):
+                continue
+            removed = _trim_notebook(app, Path(entry.path), max_entries)
+            if removed:
+                trimmed[entry.name[:-3]] = removed
+    return {"notebooks_trimmed": trimmed,
+            "summaries": "disabled" if not app.config["engine.agent_memory_summary_enabled"]
+            else "not implemented",
+            "archive_deleted": _bound_archive(app),
+            "swept_pruned": _prune_swept(app, now)}
+
+
+def _trim_notebook(app: App, path: Path, max_entries: int) -> int:
+    with lock_for(path):
+        text = read_text(path)
+        if text is None or notebooks.count_entries(text) <= max_entries:
+            return 0
+        kept, removed = notebooks.trim_entries(text, max_entries)
+        atomic_write_text(path, kept)
+        return len(removed)
+
+
+def _bound_archive(app: App) -> int:
+    """Delete the oldest archived notes beyond engine.archive_max_files (history excluded)."""
+    limit = app.config["engine.archive_max_files"]
+    archive = app.home.archive
+    if not archive.is_dir():
+        return 0
+    files = [e for e in os.scandir(archive) if e.is_file(follow_symlinks=False)
+             and e.name != app.home.notes_history.name and not e.name.startswith(".")]
+    if len(files) <= limit:
+        return 0
+    files.sort(key=lambda e: (e.stat().st_mtime, e.name))
+    doomed = files[: len(files) - limit]
+    for entry in doomed:
+        os.unlink(entry.path)
+    return len(doomed)
+
+
+# --- reindex ---------------------------------------------------------------------------------
+
+def reindex(app: App, now: datetime) -> Report:
+    """Rebuild the FTS index from memory_records, then re-import knowledge files."""
+
+    def rebuild(conn: Any) -> int:
+        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+
+    count = app.db.write_blocking(rebuild)
+
+    def check(conn: Any) -> bool:
+        conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+        return True
+
+    integrity = app.db.write_blocking(check)
+    sweep = kb_sweep(app, now)
+    return {"records_indexed": count, "integrity_ok": integrity,
+            "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
+
+
+JOBS: dict[str, Callable[[App, datetime], Report]] = {
+    "kb_sweep": kb_sweep,
+    "retention": retention,
+    "expiry": expiry,
+    "rescan": rescan,
+    "reindex": reindex,
+}

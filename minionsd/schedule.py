@@ -1,0 +1,112 @@
+"""APScheduler wiring: *when* maintenance jobs run, never *what* they do (that is jobs.py).
+
+AsyncIOScheduler started inside the running loop, in-memory job store re-registered at every
+start, and defaults changed from APScheduler's surprising ones: a 5-minute misfire grace (a busy
+loop must not make jobs silently skip), coalescing, and one instance per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from minionsd.app import App
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams
+from minionsd.jobs import JOBS
+from minionsd.threads import run_in_daemon_thread
+
+log = structlog.get_logger()
+EXPIRY_INTERVAL_S = 300
+RETENTION_INTERVAL_S = 3600
+
+
+def _record_run(conn: Any, job: str, at: str, ok: bool, summary: str) -> None:
+    conn.execute("""INSERT INTO job_runs (job, last_at, ok, summary) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (job) DO UPDATE SET last_at = excluded.last_at,
+                        ok = excluded.ok, summary = excluded.summary""",
+                 (job, at, int(ok), summary))
+
+
+def _last_runs(conn: Any) -> dict[str, dict[str, Any]]:
+    return {r["job"]: {"at": r["last_at"], "ok": bool(r["ok"]), "summary": r["summary"]}
+            for r in conn.execute("SELECT * FROM job_runs")}
+
+
+class Scheduler:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._scheduler: AsyncIOScheduler | None = None
+        self._locks = {name: asyncio.Lock() for name in JOBS}
+
+    def intervals(self) -> dict[str, int]:
+        cfg = self.app.config
+        return {"rescan": cfg["engine.rescan_interval_s"],
+                "expiry": EXPIRY_INTERVAL_S,
+                "retention": RETENTION_INTERVAL_S,
+                "kb_sweep": cfg["engine.kb_sweep_interval_s"]}
+
+    async def start(self) -> None:
+        scheduler = AsyncIOScheduler(job_defaults={"misfire_grace_time": 300, "coalesce": True,
+                                                   "max_instances": 1}, timezone="UTC")
+        for name, seconds in self.intervals().items():
+            scheduler.add_job(self.run_job, IntervalTrigger(seconds=seconds), args=[name],
+                              id=name, replace_existing=True)
+        scheduler.start()
+        self._scheduler = scheduler
+
+    async def config_changed(self, key: str | None) -> None:
+        if self._scheduler is None:
+            return
+        for name, seconds in self.intervals().items():
+            job = self._scheduler.get_job(name)
+            if job is not None and job.trigger.interval.total_seconds() != seconds:
+                self._scheduler.reschedule_job(name, trigger=IntervalTrigger(seconds=seconds))
+
+    async def stop(self) -> None:
+        if self._scheduler is not None:
+            with contextlib.suppress(Exception):
+                self._scheduler.pause()
+                self._scheduler.shutdown(wait=False)
+            await asyncio.sleep(0)
+            self._scheduler = None
+
+    async def run_job(self, name: str) -> dict[str, Any]:
+        if name not in JOBS:
+            raise InvalidParams(f"'job' must be one of {', '.join(JOBS)}; got {name!r}",
+                                param="job")
+        async with self._locks[name]:
+            now = self.app.now()
+            try:
+                report = await run_in_daemon_thread(JOBS[name], self.app, now, name=f"job-{name}")
+            except Exception as exc:
+                log.exception("jobs.failed", job=name)
+                await self.app.db.write(_record_run, name, iso(now), False, str(exc)[:500])
+                raise
+            summary = ", ".join(f"{k}={v}" for k, v in report.items()
+                                if isinstance(v, int | str))[:500]
+            await self.app.db.write(_record_run, name, iso(self.app.now()), True, summary)
+            (log.debug if name == "rescan" else log.info)("jobs.done", job=name, summary=summary)
+            return {"job": name, "at": iso(now), "report": report}
+
+    async def status(self) -> dict[str, Any]:
+        last = await self.app.db.read(_last_runs)
+        jobs = []
+        for name in JOBS:
+            job = self._scheduler.get_job(name) if self._scheduler else None
+            next_run = iso(job.next_run_time) if job is not None and job.next_run_time else None
+            jobs.append({"id": name, "next_run_at": next_run, "last_result": last.get(name)})
+        return {"jobs": jobs}
+
+    def methods(self) -> dict[str, Any]:
+        async def maintenance_run(job: Any) -> dict[str, Any]:
+            if not isinstance(job, str):
+                raise InvalidParams("'job' must be a string", param="job")
+            return await self.run_job(job)
+
+        return {"maintenance.run": maintenance_run}
