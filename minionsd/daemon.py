@@ -114,6 +114,24 @@ class Daemon:
                 await asyncio.wait_for(component.stop(), 8)
 
 
+def crash_hook(spec: str) -> Any:
+    """Test-only fault injection: SIGKILL this process at the N-th consolidation step.
+
+    `spec` is `<step>:<n>` (e.g. `kb:3`) or `any:<n>`. Inert unless MINIONS_TEST_CRASH_AT is
+    set; the crash-safety tests use it to stop the daemon between any two steps of a batch.
+    """
+    step_name, _, count = spec.partition(":")
+    remaining = [int(count or "1")]
+
+    def maybe_crash(step: str) -> None:
+        if step_name in ("any", step):
+            remaining[0] -= 1
+            if remaining[0] <= 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return maybe_crash
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="minionsd", description="Run the minionsd daemon "
                                      "in the foreground.")
@@ -159,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minionsd: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG
     app = App(home=home, config=config, db=db, environ=environ)
+    crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
+    if crash_spec:
+        app.hooks["crash_at"] = crash_hook(crash_spec)
     daemon = Daemon(app)
     code = 0
     try:
