@@ -152,7 +152,10 @@ class Database:
         return await loop.run_in_executor(self._readers, self._read, fn, *args)
 
     def read_blocking(self, fn: Callable[..., T], *args: Any) -> T:
-        return self._read(fn, *args)
+        """A read from any non-loop thread; runs on the reader pool so connections stay few."""
+        if threading.current_thread().name.startswith("db-reader"):
+            return self._read(fn, *args)
+        return self._readers.submit(self._read, fn, *args).result()
 
     def close(self) -> None:
         if self._closed:

@@ -1,0 +1,47 @@
+"""Retrieval telemetry rows: one per memory.retrieve / prompt.assemble retrieval."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from minionsd.errors import InvalidParams
+
+KEYS = ("at", "task_id", "project", "agent", "terms", "candidates", "selected_ids", "bytes",
+        "duration_ms", "shadow", "fallback_reason", "error")
+MAX_ROWS = 1000
+
+
+def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
+    conn.execute(
+        """INSERT INTO retrieval_telemetry (at, task_id, project, agent, terms, candidates,
+               selected_ids, bytes, duration_ms, shadow, fallback_reason, error)
+           VALUES (:at, :task_id, :project, :agent, :terms, :candidates, :selected_ids,
+               :bytes, :duration_ms, :shadow, :fallback_reason, :error)""",
+        row | {"terms": json.dumps(row["terms"]), "selected_ids": json.dumps(row["selected_ids"]),
+               "shadow": int(row["shadow"])})
+
+
+def recent(conn: sqlite3.Connection, limit: Any) -> dict[str, Any]:
+    if limit is None:
+        limit = 50
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROWS:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_ROWS}", param="limit")
+    rows = conn.execute(
+        "SELECT * FROM retrieval_telemetry ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
+    out = []
+    for row in rows:
+        item = {key: row[key] for key in KEYS}
+        item["terms"] = json.loads(item["terms"])
+        item["selected_ids"] = json.loads(item["selected_ids"])
+        item["shadow"] = bool(item["shadow"])
+        out.append(item)
+    return {"rows": out}
+
+
+def prune(conn: sqlite3.Connection, keep: int = 100_000) -> int:
+    cursor = conn.execute(
+        "DELETE FROM retrieval_telemetry WHERE seq <= (SELECT max(seq) FROM retrieval_telemetry)"
+        " - ?", (keep,))
+    return cursor.rowcount
