@@ -28,6 +28,7 @@ from minionsd.pidfile import PidFile
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
+from minionsd.systemd import Notifier
 
 log = structlog.get_logger()
 EXIT_CONFIG = 2
@@ -35,8 +36,9 @@ EXIT_RUNTIME = 1
 
 
 class Daemon:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, notifier: Notifier | None = None) -> None:
         self.app = app
+        self.notifier = notifier or Notifier({})
         self.stop_event = asyncio.Event()
         self.server: RpcServer | None = None
         self.components: list[Any] = []
@@ -64,6 +66,18 @@ class Daemon:
                                             "circuit_breaks": 0})
         result.setdefault("jobs", [])
         return result
+
+    async def summary(self) -> str:
+        """One line for systemd's STATUS=."""
+        st = await self.status()
+        return (f"inbox {st['inbox']['pending']} pending; {st['consolidation']['batches']} "
+                f"batches; {st['records']['active']} active records")
+
+    async def _status_updates(self) -> None:
+        while True:
+            await asyncio.sleep(30)
+            with contextlib.suppress(Exception):
+                self.notifier.status(await self.summary())
 
     async def reload_config(self) -> None:
         try:
@@ -102,12 +116,12 @@ class Daemon:
         await self.server.start()
         log.info("daemon.ready", home=str(app.home.root), socket=str(app.socket_path),
                  pid=os.getpid())
-        if "ready" in app.hooks:
-            app.hooks["ready"]()
+        self.notifier.ready(await self.summary())
+        status_task = loop.create_task(self._status_updates())
         await self.stop_event.wait()
+        status_task.cancel()
         log.info("daemon.stopping")
-        if "stopping" in app.hooks:
-            app.hooks["stopping"]()
+        self.notifier.stopping()
         await self.server.stop()
         for component in reversed(self.components):
             with contextlib.suppress(Exception):
@@ -145,8 +159,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def build_components(daemon: Daemon) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
     from minionsd import components
+    from minionsd.health import Health
 
-    return components.build(daemon.app)
+    return [*components.build(daemon.app), Health(daemon.app, daemon.notifier)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
     if crash_spec:
         app.hooks["crash_at"] = crash_hook(crash_spec)
-    daemon = Daemon(app)
+    daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
         daemon.components = build_components(daemon)

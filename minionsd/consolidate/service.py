@@ -48,6 +48,9 @@ class ConsolidationService:
                 await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
             except Abandoned:
                 return
+        # The start-up reconcile: quarantine what cannot be processed before we report ready.
+        report = await run_in_daemon_thread(self.scan_report, name="inbox-scan")
+        log.info("inbox.startup_scan", **report)
         self.poke()
 
     async def stop(self) -> None:
