@@ -239,7 +239,8 @@ def test_notes_md_is_bounded_without_loss(make_daemon, short_home):
     daemon = make_daemon()
     inbox = home / "notes" / "inbox"
     for i in range(6):
-        drop(inbox, f"n-{i}.md", note(f"Topic {i}", f"- **Point {i}**: " + " ".join(f"w{i}x{j}" for j in range(60))),
+        words = " ".join(f"w{i}x{j}" for j in range(60))
+        drop(inbox, f"n-{i}.md", note(f"Topic {i}", f"- **Point {i}**: {words}"),
              age_s=5)
         daemon.call("consolidation.run", force=True)
     notes_md = (home / "notes.md").read_text()
