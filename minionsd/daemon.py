@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import structlog
 from minionsd import config as config_mod
 from minionsd import logsetup, records
 from minionsd.app import App
+from minionsd.clock import parse_iso
 from minionsd.db import Database
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
@@ -128,6 +130,17 @@ class Daemon:
                 await asyncio.wait_for(component.stop(), 8)
 
 
+def file_clock(path: Path) -> Any:
+    """Test-only injected clock: "now" is the ISO timestamp in `path` (re-read every call).
+
+    Inert unless MINIONS_TEST_CLOCK_FILE is set; tests move time by rewriting the file.
+    """
+    def now() -> datetime:
+        return parse_iso(path.read_text().strip())
+
+    return now
+
+
 def crash_hook(spec: str) -> Any:
     """Test-only fault injection: SIGKILL this process at the N-th consolidation step.
 
@@ -192,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minionsd: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG
     app = App(home=home, config=config, db=db, environ=environ)
+    clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
+    if clock_file:
+        app.clock = file_clock(Path(clock_file))
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
     if crash_spec:
         app.hooks["crash_at"] = crash_hook(crash_spec)
