@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from minionsd.app import App
+from minionsd.backup import BackupSurface
 from minionsd.consolidate.service import ConsolidationService
 from minionsd.schedule import Scheduler
 from minionsd.surfaces import KnowledgeSurface
@@ -12,4 +13,5 @@ from minionsd.watch import InboxWatcher
 
 
 def build(app: App) -> list[Any]:
-    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app), Scheduler(app)]
+    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app), BackupSurface(app),
+            Scheduler(app)]
