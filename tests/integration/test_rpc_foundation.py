@@ -292,3 +292,41 @@ def test_cli_against_daemon(daemon):
     daemon.stop()
     down = ctl("status")
     assert down.returncode == 3 and "minionsd --home" in down.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another uid")
+def test_other_uid_is_refused(make_daemon, tmp_path_factory):
+    import tempfile
+
+    sock_dir = tempfile.mkdtemp(prefix="ms-", dir="/tmp")
+    os.chmod(sock_dir, 0o777)
+    sock_path = f"{sock_dir}/s.sock"
+    daemon = make_daemon(args=[], start=False)
+    daemon.home.mkdir(parents=True, exist_ok=True)
+    (daemon.home / "config.toml").write_text(f'[server]\nsocket = "{sock_path}"\n')
+    daemon.spawn()
+    from tests.conftest import wait_for
+
+    wait_for(lambda: os.path.exists(sock_path), what="socket")
+    assert stat.S_IMODE(os.stat(sock_path).st_mode) == 0o600
+    # Loosen the file mode so only the daemon's own peer-uid check stands in the way.
+    os.chmod(sock_path, 0o666)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(5)
+                sock.connect(sock_path)
+                try:
+                    sock.sendall(b'{"jsonrpc":"2.0","method":"status","id":1}\n')
+                    code = 0 if sock.recv(4096) == b"" else 2
+                except (ConnectionResetError, BrokenPipeError):
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # connection closed without an answer
+    with Client(sock_path) as client:
+        assert client.call("status")["socket"] == sock_path
