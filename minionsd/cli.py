@@ -1,8 +1,10 @@
 """minionsctl: a thin client of the daemon's socket API.
 
 Each command is one JSON-RPC call plus formatting. Imports stay light (standard library and
-the client module) so a call returns quickly. Exit codes: 0 ok, 1 the daemon reported an
-error, 2 usage, 3 the daemon is not reachable.
+the client module) so a call returns quickly; the few commands that work without a daemon
+(`init`, `restore`, `service install`) import what they need when they run. Exit codes: 0 ok,
+1 an error reported by the daemon (or by a local command), 2 usage, 3 the daemon is not
+reachable.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import getpass
 import json
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,69 @@ from typing import Any
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+CALL_TIMEOUT_S = 60.0
+# Jobs that can run for minutes on a big home: a long socket timeout and a progress line.
+SLOW_COMMANDS = frozenset({"maintenance", "backup", "consolidate"})
+SLOW_CALL_TIMEOUT_S = 3600.0
 
 
 class UsageError(Exception):
     pass
+
+
+class CommandError(Exception):
+    """A local command (no daemon involved) failed; reported like a daemon error, exit 1."""
+
+
+class Progress:
+    """An elapsed-time spinner on stderr while a slow call waits; nothing unless a TTY.
+
+    It starts after a short delay so quick answers print no flicker, and erases its line
+    before the result is printed.
+    """
+
+    FRAMES = "|/-\\"
+    DELAY_S = 0.3
+    TICK_S = 0.1
+
+    def __init__(self, label: str, stream: Any = None) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn = False
+
+    def __enter__(self) -> Progress:
+        isatty = getattr(self.stream, "isatty", None)
+        if isatty is not None and isatty():
+            self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        if self._stop.wait(self.DELAY_S):
+            return
+        frame = 0
+        while True:
+            elapsed = time.monotonic() - started
+            self.stream.write(f"\r{self.FRAMES[frame % len(self.FRAMES)]} {self.label} "
+                              f"running... {elapsed:.1f}s")
+            self.stream.flush()
+            self._drawn = True
+            frame += 1
+            if self._stop.wait(self.TICK_S):
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        if self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -136,6 +199,72 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any]
                               f"start the daemon with: minionsd --home {r['home']}")
 
 
+def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd.backup import restore
+    from minionsd.errors import MinionsError
+
+    home = _home(args)
+    try:
+        result = restore(Path(args.path).expanduser().absolute(), home, force=args.force)
+    except MinionsError as exc:
+        raise CommandError(exc.detail) from None
+    return result, lambda r: (f"restored {r['backup']} into {r['home']}: {r['records']} "
+                              f"record(s), {r['files']} file(s), {r['bytes']} bytes; "
+                              f"database integrity {r['integrity']}\n"
+                              f"start the daemon with: minionsd --home {r['home']}")
+
+
+def _minionsd_executable() -> str:
+    """The daemon's console script installed beside this Python (a venv's bin/, /usr/bin)."""
+    # Not resolved: a venv's python is a symlink into the base install, whose bin/ has no
+    # minionsd.
+    beside = Path(sys.executable).absolute().parent / "minionsd"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    raise CommandError(f"no minionsd executable beside {sys.executable}; install minionsd "
+                       "into this Python environment first")
+
+
+def cmd_service_install(args: argparse.Namespace,
+                        _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd import service
+    from minionsd.errors import MinionsError
+
+    kind = args.kind or ("launchd" if sys.platform == "darwin" else "user")
+    executable, home = _minionsd_executable(), str(_home(args))
+    try:
+        text = service.render_unit(kind, executable, home)
+    except MinionsError as exc:
+        raise CommandError(exc.detail) from None
+    path = service.default_install_path(kind)
+    result: dict[str, Any] = {"kind": kind, "path": str(path), "minionsd": executable,
+                              "home": home, "written": False,
+                              "commands": service.enable_commands(kind, path)}
+    if args.print_only:
+        result["unit"] = text
+        return result, _fmt_service
+    from minionsd.fileio import atomic_write_text
+
+    try:
+        atomic_write_text(path, text, mode=0o644)
+    except OSError as exc:
+        hint = " (a system unit needs root: use sudo, or --print)" if kind == "system" else ""
+        raise CommandError(f"cannot write {path}: {exc.strerror or exc}{hint}") from None
+    result["written"] = True
+    return result, _fmt_service
+
+
+def _fmt_service(r: dict[str, Any]) -> str:
+    steps = [f"  {command}" for command in r["commands"]]
+    if r["kind"] == "system":
+        steps.insert(0, f"  (the home {r['home']} must exist and belong to the user 'minions')")
+    if not r["written"]:
+        # stdout carries only the unit, so it can be redirected into place.
+        print(f"# install as {r['path']}, then:\n" + "\n".join(steps), file=sys.stderr)
+        return r["unit"].rstrip("\n")
+    return f"wrote {r['path']}\nenable and start it with:\n" + "\n".join(steps)
+
+
 def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
             fmt: Callable[[Any], str] = _fmt_generic) -> Callable[..., Any]:
     def run(args: argparse.Namespace, call: Call) -> tuple[Any, Callable[[Any], str]]:
@@ -206,6 +335,11 @@ def _fmt_kb_list(r: dict[str, Any]) -> str:
     return "\n".join(f"{e['path']:<70} {e['title']}" for e in r["entries"]) or "no entries"
 
 
+def _fmt_backup(r: dict[str, Any]) -> str:
+    return (f"backup written to {r['path']}: {r['records']} record(s), {r['files']} file(s), "
+            f"{r['bytes']} bytes")
+
+
 COMMANDS: dict[str, Callable[..., Any]] = {
     "init": cmd_init,
     "status": _simple("status", lambda a: {}, _fmt_status),
@@ -244,6 +378,11 @@ COMMANDS: dict[str, Callable[..., Any]] = {
                                        else " (takes effect after a restart)")),
     "maintenance": _simple("maintenance.run", lambda a: {"job": a.job}),
     "telemetry": _simple("telemetry.retrievals", lambda a: {"limit": a.limit}),
+    "backup": _simple("backup.create",
+                      lambda a: {"path": str(Path(a.path).expanduser().absolute())},
+                      _fmt_backup),
+    "restore": cmd_restore,
+    "service install": cmd_service_install,
 }
 
 
@@ -316,6 +455,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("maintenance", "run a maintenance job now")
     p.add_argument("job", choices=("kb_sweep", "retention", "expiry", "rescan", "reindex"))
     add("telemetry", "recent retrieval telemetry").add_argument("--limit", type=int, default=20)
+    add("backup", "back up the running daemon's home into a new or empty directory"
+        ).add_argument("path")
+    p = add("restore", "restore a backup into the home (the daemon must be stopped)")
+    p.add_argument("path")
+    p.add_argument("--force", action="store_true", help="replace a home that already has data")
+    svc = add("service", "run minionsd as a service").add_subparsers(dest="sub", required=True,
+                                                                     metavar="SUB")
+    p = add("install", "write a systemd or launchd service file for this minionsd and home",
+            svc)
+    kinds = p.add_mutually_exclusive_group()
+    for kind, where in (("user", "systemd user unit (the default on Linux)"),
+                        ("system", "systemd system unit, run as the user 'minions'"),
+                        ("launchd", "launchd agent (the default on macOS)")):
+        kinds.add_argument(f"--{kind}", dest="kind", action="store_const", const=kind,
+                           help=where)
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print the file instead of writing it")
     return parser
 
 
@@ -326,16 +482,24 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
-    client = Client(_socket(args))
+    slow = name in SLOW_COMMANDS
+    client = Client(_socket(args), timeout=SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
+    label = " ".join([name, *([args.job] if name == "maintenance" else [])])
 
     def call(method: str, params: dict[str, Any]) -> Any:
-        return client.call(method, params)
+        if not slow:
+            return client.call(method, params)
+        with Progress(label):
+            return client.call(method, params)
 
     try:
         result, fmt = COMMANDS[name](args, call)
     except UsageError as exc:
         print(f"minionsctl: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except CommandError as exc:
+        print(f"minionsctl: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except DaemonUnavailable:
         print(f"minionsctl: minionsd is not running (no answer on {client.socket_path}).\n"
               f"Start it with: minionsd --home {_home(args)}   (or scripts/run, or "
@@ -347,9 +511,19 @@ def main(argv: list[str] | None = None) -> int:
     except (ConnectionError, TimeoutError, OSError) as exc:
         print(f"minionsctl: lost the connection to minionsd: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        print("minionsctl: interrupted (a job already sent keeps running in the daemon)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         client.close()
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else fmt(result))
+    try:
+        print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else fmt(result))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left early (`| head`); point stdout at /dev/null so the flush at exit
+        # does not fail a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return EXIT_OK
 
 
