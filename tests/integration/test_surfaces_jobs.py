@@ -161,3 +161,40 @@ def test_reindex_rebuilds_and_imports(clocked):
     with pytest.raises(RpcError) as err:
         d.call("maintenance.run", job="defrag")
     assert err.value.code == -32602
+
+
+def _notebook_with_old_entries(home: Path, count: int) -> Path:
+    from minionsd.consolidate import notebooks
+
+    text = None
+    for i in range(count):
+        entry = notebooks.render_entry(entry_id=f"e{i}", date=f"2029-0{1 + i % 9}-10",
+                                       title=f"Old {i}", body=f"old fact number {i}",
+                                       source=f"notes/archive/x{i}.md")
+        text = notebooks.append_entry(text, "dallas", entry)
+    path = home / "knowledge" / "agents" / "dallas.md"
+    path.write_text(text)
+    return path
+
+
+def test_notebook_summary_is_conservative(make_daemon, short_home, fake_anthropic):
+    short_home.mkdir(parents=True)
+    clock = short_home.parent / "clock.txt"
+    clock.write_text(T0)
+    (short_home / "config.toml").write_text(
+        "[engine]\nagent_memory_summary_enabled = true\nagent_memory_summary_threshold = 3\n"
+        "agent_memory_summary_days = 30\n"
+        f'[llm]\nbase_url = "{fake_anthropic.url}"\ntimeout_s = 2\nmax_retries = 0\n'
+        "[agents.dallas]\nname = \"Dallas\"\n")
+    d = make_daemon(env={"MINIONS_TEST_CLOCK_FILE": str(clock), "ANTHROPIC_API_KEY": "k"})
+    path = _notebook_with_old_entries(d.home, 5)
+    fake_anthropic.set_mode("error", status=500)
+    report = d.call("maintenance.run", job="retention")["report"]
+    assert report["summaries"]["dallas"].startswith("kept originals")
+    assert path.read_text().count("<!-- minions:entry=") == 5
+    fake_anthropic.set_mode("text", text="- old facts 0 to 4, condensed")
+    report = d.call("maintenance.run", job="retention")["report"]
+    assert report["summaries"] == {"dallas": 5}
+    text = path.read_text()
+    assert text.count("<!-- minions:entry=") == 1 and "old facts 0 to 4, condensed" in text
+    assert "<entry>" in fake_anthropic.requests[-1].prompt

@@ -1,0 +1,42 @@
+"""A plain Messages API call for maintenance jobs (notebook summaries); never raises.
+
+The consolidation digest has its own module (consolidate/llm_digest.py) with its stricter
+answer checks. The SDK is imported lazily: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from minionsd.app import App
+
+log = structlog.get_logger()
+MAX_TOKENS = 2048
+
+
+def ask(app: App, system: str, prompt: str, purpose: str) -> str | None:
+    """The model's text answer, or None when no key is configured or anything fails."""
+    api_key = app.llm_api_key()
+    if not api_key:
+        return None
+    cfg = app.config
+    try:
+        import anthropic
+
+        client = anthropic.Anthropic(api_key=api_key, base_url=cfg["llm.base_url"] or None,
+                                     timeout=cfg["llm.timeout_s"],
+                                     max_retries=cfg["llm.max_retries"])
+        with client:
+            message = client.messages.create(
+                model=cfg["llm.model"], max_tokens=MAX_TOKENS, system=system,
+                messages=[{"role": "user", "content": prompt}])
+    except Exception as exc:  # noqa: BLE001 - callers keep their conservative default
+        log.warning("llm.call_failed", purpose=purpose, error=type(exc).__name__,
+                    detail=str(exc)[:300])
+        return None
+    blocks: list[Any] = list(getattr(message, "content", None) or [])
+    text = "".join(getattr(b, "text", "") or "" for b in blocks
+                   if getattr(b, "type", None) == "text").strip()
+    return text or None
