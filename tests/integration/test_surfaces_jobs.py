@@ -198,3 +198,32 @@ def test_notebook_summary_is_conservative(make_daemon, short_home, fake_anthropi
     text = path.read_text()
     assert text.count("<!-- minions:entry=") == 1 and "old facts 0 to 4, condensed" in text
     assert "<entry>" in fake_anthropic.requests[-1].prompt
+
+
+def test_kb_sweep_llm_plan(make_daemon, short_home, fake_anthropic):
+    import json
+
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text(
+        "[engine]\nkb_sweep_llm = true\n"
+        f'[llm]\nbase_url = "{fake_anthropic.url}"\ntimeout_s = 2\nmax_retries = 0\n')
+    d = make_daemon(env={"ANTHROPIC_API_KEY": "k"})
+    kb = d.home / "knowledge"
+    (kb / "project-notes" / "a.md").write_text("# Queue design\n\nThe architecture of queues.\n")
+    (kb / "project-notes" / "b.md").write_text("# Nothing\n\nNo changes needed.\n")
+    (kb / "project-notes" / "c.md").write_text("---\npinned: true\n---\n# Keep\n\nPinned.\n")
+    paths = sorted(p.name for p in (kb / "project-notes").iterdir())
+    assert paths == ["a.md", "b.md", "c.md"]
+    plan = {"duplicates": [], "remove": [{"index": i, "reason": "boilerplate"} for i in range(3)
+                                          if i != 0],
+            "reclassify": [{"index": 0, "to": "architecture", "reason": "design"}]}
+    fake_anthropic.set_mode("text", text=json.dumps(plan))
+    report = d.call("maintenance.run", job="kb_sweep")["report"]
+    assert report["llm"]["batches"] == 1
+    moved = {r["from"]: r["to"] for r in report["llm"]["reclassified"]}
+    removed = {r["path"] for r in report["llm"]["removed"]}
+    assert moved == {"knowledge/project-notes/a.md": "knowledge/architecture/a.md"}
+    assert (kb / "project-notes" / "c.md").exists()  # pinned entries are never touched
+    assert len(removed) == 1 and removed <= {"knowledge/project-notes/b.md"}
+    record = d.call("memory.search", query="queues")["records"][0]
+    assert record["source"] == "knowledge/architecture/a.md"
