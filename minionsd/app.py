@@ -30,6 +30,7 @@ class App:
     started_monotonic: float = field(default_factory=time.monotonic)
     version: str = __version__
     hooks: dict[str, Any] = field(default_factory=dict)
+    bound_socket: Path | None = None  # where the server listens; config may say otherwise
 
     def now(self):  # noqa: ANN201 - a datetime
         return self.clock()

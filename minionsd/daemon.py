@@ -53,7 +53,7 @@ class Daemon:
             "pid": os.getpid(),
             "uptime_s": app.uptime_s(),
             "home": str(app.home.root),
-            "socket": str(app.socket_path),
+            "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
@@ -116,6 +116,7 @@ class Daemon:
         self.server = RpcServer(dispatcher, app.socket_path,
                                 app.config["server.max_request_bytes"])
         await self.server.start()
+        app.bound_socket = app.socket_path
         log.info("daemon.ready", home=str(app.home.root), socket=str(app.socket_path),
                  pid=os.getpid())
         self.notifier.ready(await self.summary())

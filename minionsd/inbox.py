@@ -249,6 +249,8 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
             meta[key] = value
     if hold:
         meta["hold"] = True
+    if title and not first_heading(body):
+        body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
     text = render_note(meta, body if body.endswith("\n") else body + "\n")
     return Submission(name, text, kind, author, task)
 

@@ -70,7 +70,19 @@ def _soft_delete(app: App, path: Path, reason: str, now: datetime) -> str:
     text = path.read_text(encoding="utf-8")
     create_new_text(target, f"<!-- swept: {iso(now)} | reason: {reason} -->\n{text}")
     path.unlink()
+    app.db.write_blocking(_forget_file, app.home.rel(path), f"swept: {reason}", now)
     return app.home.rel(target)
+
+
+def _forget_file(conn: Any, rel: str, reason: str, now: datetime) -> None:
+    """A swept file's record is retracted (SQL follows the file), and the link dropped."""
+    row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (rel,)).fetchone()
+    conn.execute("DELETE FROM kb_files WHERE path = ?", (rel,))
+    if row and row["record_id"]:
+        conn.execute("""UPDATE memory_records SET status = 'retracted', retracted_reason = ?,
+                            updated_at = ?, pinned = 0
+                        WHERE id = ? AND status = 'active' AND content_hash LIKE 'kb:%'""",
+                     (reason[:1000], iso(now), row["record_id"]))
 
 
 def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:

@@ -23,13 +23,19 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
         if not future.done():
             setter(value)
 
+    def hand_back(setter: Callable[[Any], None], value: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, setter, value)
+        except RuntimeError:
+            pass  # the loop closed during shutdown; nobody waits for this result any more
+
     def target() -> None:
         try:
             result = fn(*args)
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            loop.call_soon_threadsafe(settle, future.set_exception, exc)
+            hand_back(future.set_exception, exc)
         else:
-            loop.call_soon_threadsafe(settle, future.set_result, result)
+            hand_back(future.set_result, result)
 
     threading.Thread(target=target, name=name, daemon=True).start()
     return await future

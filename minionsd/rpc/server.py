@@ -23,13 +23,20 @@ SUN_PATH_MAX = 107
 
 
 def peer_uid(sock: socket.socket) -> int | None:
-    """The connecting process's uid (Linux SO_PEERCRED); None where unsupported."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid
+    """The connecting process's uid: SO_PEERCRED on Linux, LOCAL_PEERCRED (xucred) on macOS
+    and the BSDs; None where neither exists (the 0700 directory is then the only guard)."""
+    linux = getattr(socket, "SO_PEERCRED", None)
+    if linux is not None:
+        raw = sock.getsockopt(socket.SOL_SOCKET, linux, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", raw)
+        return uid
+    bsd = getattr(socket, "LOCAL_PEERCRED", None)
+    if bsd is not None:
+        # struct xucred { u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t[16]; }
+        raw = sock.getsockopt(0, bsd, struct.calcsize("2I h 16I"))
+        _version, uid = struct.unpack_from("2I", raw)
+        return uid
+    return None
 
 
 def bind_socket(path: Path) -> socket.socket:
@@ -85,8 +92,8 @@ class RpcServer:
                 log.warning("rpc.peer_refused", uid=uid)
                 return
             await self._serve_lines(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # client went away, or shutdown closed the connection
         finally:
             if task is not None:
                 self._connections.discard(task)
