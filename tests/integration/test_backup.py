@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import backup
+from minionsd import backup, records
 from minionsd.app import App
 from minionsd.client import RpcError
 from minionsd.config import load as load_config
 from minionsd.consolidate import journal
 from minionsd.db import Database
-from minionsd.errors import Conflict, InvalidParams, InvalidState
+from minionsd.errors import Conflict, InvalidParams, InvalidState, StorageError
 from minionsd.home import Home
 from tests.conftest import REPO, wait_for
 
@@ -284,3 +284,24 @@ def test_check_target_rules(offline_app, short_home):
         backup.check_target(home, str(afile))
     assert backup.check_target(home, str(short_home.parent / "new")) == \
         short_home.parent / "new"
+
+
+def test_restore_refuses_a_stale_fts_index(offline_app, short_home):
+    app = offline_app
+    for i in range(3):
+        app.db.write_blocking(records.insert, records.validate_new(
+            {"body": f"indexed words {i}", "type": "semantic", "scope": "global",
+             "trust": "human", "source": "test"}), app.now())
+    target = short_home.parent / "backup"
+    assert backup.create_backup(app, target)["records"] == 3
+    conn = sqlite3.connect(target / "engine" / "state.db", isolation_level=None)
+    triggers = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_records'")]
+    for name in triggers:  # edit the content behind the index's back
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE memory_records SET body = 'words the index never saw'")
+    conn.close()
+    fresh = short_home.parent / "fresh"
+    with pytest.raises(StorageError, match="not a sound"):
+        backup.restore(target, fresh)
+    assert not (fresh / "engine" / "state.db").exists()
