@@ -188,10 +188,14 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any]
     from minionsd.home import Home
 
     home = Home(_home(args))
-    home.ensure()
     created_config = not home.config.exists()
-    if created_config:
-        atomic_write_text(home.config, example_toml())
+    try:
+        home.ensure()
+        if created_config:
+            atomic_write_text(home.config, example_toml())
+    except OSError as exc:
+        # Not a connection problem: main() would otherwise report it as one (exit 3).
+        raise CommandError(f"cannot set up {home.root}: {exc}") from None
     result = {"home": str(home.root), "config": str(home.config),
               "created_config": created_config}
     return result, lambda r: (f"home ready at {r['home']}\nconfig: {r['config']}"

@@ -278,3 +278,15 @@ def test_progress_draws_only_on_a_tty():
     with cli.Progress("maintenance reindex", plain):
         pass
     assert plain.getvalue() == ""
+
+
+def test_init_is_local_and_reports_failures_as_errors(tmp_path):
+    home = tmp_path / "h"
+    out = ok(run_ctl("--home", str(home), "init"))
+    assert "(created)" in out and (home / "config.toml").is_file()
+    assert (home / "notes" / "inbox").is_dir()
+    assert "(kept)" in ok(run_ctl("--home", str(home), "init"))
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    failed = run_ctl("--home", str(blocked / "h"), "init")
+    assert failed.returncode == 1 and "cannot set up" in failed.stderr
