@@ -73,8 +73,11 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 
 def quote_term(term: str) -> str:
-    """Quote `term` as an FTS5 string: inside quotes every character is literal text."""
-    return '"' + term.replace('"', '""') + '"'
+    """Quote `term` as an FTS5 string: inside quotes every character is literal text.
+
+    A NUL would end the string early for FTS5's parser, so it becomes a space.
+    """
+    return '"' + term.replace("\x00", " ").replace('"', '""') + '"'
 
 
 def match_expression(terms: Sequence[str]) -> str | None:
@@ -124,9 +127,17 @@ def is_useful_term(term: str, stop_words: frozenset[str] = STOP_WORDS) -> bool:
 
 
 def unique_terms(
-    candidates: Iterable[str], max_terms: int, stop_words: frozenset[str] = STOP_WORDS
+    candidates: Iterable[str],
+    max_terms: int,
+    stop_words: frozenset[str] = STOP_WORDS,
+    *,
+    keep_stop_words_if_empty: bool = True,
 ) -> list[str]:
-    """First-seen unique terms without stop words; if that leaves none, keep the stop words."""
+    """First-seen unique terms without stop words and one-character tokens.
+
+    When that leaves nothing and `keep_stop_words_if_empty` is true, the filtered-out words
+    are returned instead (a search for "the who" still searches for something).
+    """
     kept: dict[str, None] = {}
     fallback: dict[str, None] = {}
     for term in candidates:
@@ -134,7 +145,11 @@ def unique_terms(
             kept.setdefault(term)
             if len(kept) >= max_terms:
                 break
-        elif term and len(term) <= MAX_TERM_CHARS and len(fallback) < max_terms:
+        elif (
+            keep_stop_words_if_empty
+            and 0 < len(term) <= MAX_TERM_CHARS
+            and len(fallback) < max_terms
+        ):
             fallback.setdefault(term)
     return list(kept or fallback)[: max(0, max_terms)]
 

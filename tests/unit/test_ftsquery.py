@@ -51,6 +51,7 @@ def _hits(conn: sqlite3.Connection, query: str) -> list[str]:
 def test_quote_term_doubles_quotes() -> None:
     assert quote_term('say "hi"') == '"say ""hi"""'
     assert quote_term("") == '""'
+    assert quote_term("a\x00b") == '"a b"'
 
 
 def test_match_expression() -> None:

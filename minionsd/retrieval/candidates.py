@@ -1,0 +1,596 @@
+"""Candidate records for task-aware retrieval: a bounded FTS5 search, read-only.
+
+This module owns the SQL that turns query terms into a pool of candidate records with a lexical
+score, and keeps one invariant: it only returns records retrieval may show, i.e. status
+``active``, not past ``expires_at``, scope ``global`` / ``project:<project>`` /
+``agent:<agent>``, and not ``procedural`` with ``agent`` or ``external`` trust. Terms are always
+quoted (:mod:`minionsd.ftsquery`), so no text can cause an FTS5 syntax error.
+
+Why not one OR query over all terms: bm25 must score every row that matches any term, and task
+text always holds words like *test*, *cache* or *retry* that occur in most notes, so that query
+scores most of the table (a third of a second at 100k notes). Here the FTS5 work is bounded by
+``ROW_BUDGET`` hits whatever the terms are:
+
+1. **Document frequencies.** One statement counts each term's matching rows, stopping at
+   ``RARE_BUDGET + 1``: a rare term's df is exact, a common term costs no more than the cap.
+   For a term that reaches the cap the df is estimated from the newest ``SAMPLE_ROWS`` rows,
+   and that estimate is cached per database for a few minutes (a common word stays common;
+   rare terms are never cached, so a record that was just added is found at once).
+2. **Pool.** The rarest terms whose hits add up to at most ``RARE_BUDGET`` select candidates
+   from every row. Up to ``WIDE_TERMS`` further terms that occur in at most ``COMMON_SHARE`` of
+   the rows select candidates too, but only from the newest rows when their hits would not fit
+   the rest of the budget (a rowid window). More common terms never select candidates. Each hit
+   adds its term's idf to the row; after the retrieval filters the ``POOL_FACTOR * limit`` rows
+   with the highest sums (then the newest) form the pool.
+3. **Score.** Each pool row gets bm25 over *all* terms that occur in the index, computed with
+   FTS5's formula and parameters: k1 = 1.2, b = 0.75, column weights title 4, body 1, aux 2,
+   avgdl from the FTS5 averages record, the row length counted here (or read from FTS5's
+   ``docsize`` table for non-ASCII rows). It equals what ``bm25(memory_fts, 4, 1, 2)`` gives in
+   the one-OR query, up to the df estimates. The best ``limit`` rows are returned with it as
+   ``bm25`` (more negative is better) and ``matched_terms``.
+
+So a term too common to select candidates still counts in the score, and the cost does not grow
+with the table: what grows is only the chance that, for a topic with thousands of notes, the
+pool holds its newest notes rather than the very best-scoring old ones.
+
+Counting a term in a row needs the porter stems of the row's words. They come from SQLite itself
+(a private in-memory FTS5 table with the same tokenizer, behind a bounded cache), so Python and
+FTS5 never disagree about a stem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from minionsd.ftsquery import match_expression, quote_term
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+BM25_WEIGHTS = (4.0, 1.0, 2.0)  # title, body, aux: the same weights memory.search uses
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Tuned on 100k synthetic notes (see docs/retrieval.md); larger values buy little recall.
+ROW_BUDGET = 800  # FTS5 hits the candidate selection may read, in total
+RARE_BUDGET = ROW_BUDGET // 2  # of which the rarest terms, searched in every row
+WIDE_TERMS = 6  # further terms that select candidates, in recent rows if need be
+COMMON_SHARE = 0.10  # a term in more rows than this share never selects candidates
+SAMPLE_ROWS = 3000  # newest rows used to estimate a common term's df
+POOL_FACTOR = 1.5  # rows scored with all terms, per returned candidate
+DF_CACHE_SECONDS = 300.0
+TF_MAX_CHARS = 65536  # per column: term counting reads at most this much of a huge body
+
+_RECORD_COLUMNS = (
+    "id", "type", "scope", "status", "trust", "title", "body", "source", "author", "project",
+    "agent", "task", "pr", "paths", "tags", "importance", "confidence", "pinned", "created_at",
+    "updated_at", "expires_at", "superseded_by", "retracted_reason", "meta",
+)
+_JSON_COLUMNS = {"paths": list, "tags": list, "meta": dict}
+# ASCII bytes other than letters and digits become spaces; bytes >= 0x80 stay, so a multi-byte
+# character stays inside its word until the slower Unicode split.
+_ASCII_SEPARATORS = bytes(b for b in range(128) if not chr(b).isalnum())
+_ASCII_SPLIT = bytes.maketrans(_ASCII_SEPARATORS, b" " * len(_ASCII_SEPARATORS))
+_UNICODE_TOKEN_RE = re.compile(r"[^\W_]+")
+
+
+# --- stems and words -----------------------------------------------------------------------
+
+
+class _Stemmer:
+    """Porter stems exactly as FTS5 makes them, from a private in-memory FTS5 table.
+
+    Keys are UTF-8 words (lower-cased bytes, as :func:`_tokens` makes them); a word that FTS5
+    splits into several tokens, or drops, maps to None.
+    """
+
+    _MAX_CACHE = 200_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cache: dict[bytes, str | None] = {}
+        self.words_by_stem: dict[str, set[bytes]] = defaultdict(set)
+        self._conn: sqlite3.Connection | None = None
+
+    def fill(self, words: Iterable[bytes]) -> dict[bytes, str | None]:
+        """Make sure every word is in :attr:`cache`; returns the cache."""
+        cache = self.cache
+        missing = set(words).difference(cache)
+        if missing:
+            with self._lock:
+                self._add(missing)
+        return cache
+
+    def matching(self, words: set[bytes], wanted: Iterable[str]) -> dict[bytes, str]:
+        """The words (of `words`) whose stem is one of `wanted`, with that stem."""
+        with self._lock:
+            self._add(words.difference(self.cache))
+            found: dict[bytes, str] = {}
+            for stem in wanted:
+                for word in self.words_by_stem.get(stem, ()) & words:
+                    found[word] = stem
+            return found
+
+    def _add(self, missing: set[bytes]) -> None:
+        if not missing:
+            return
+        if len(self.cache) + len(missing) > self._MAX_CACHE:
+            self.cache.clear()
+            self.words_by_stem.clear()
+        for word, stem in self._lookup(list(missing)).items():
+            self.cache[word] = stem
+            if stem is not None:
+                self.words_by_stem[stem].add(word)
+
+    def _lookup(self, words: list[bytes]) -> dict[bytes, str | None]:
+        if self._conn is None:
+            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            conn.execute(f"CREATE VIRTUAL TABLE words USING fts5(w, tokenize='{TOKENIZER}')")
+            conn.execute("CREATE VIRTUAL TABLE word_terms USING fts5vocab(words, 'instance')")
+            self._conn = conn
+        # ASCII letters/digits are always exactly one token, so they share one row and are
+        # told apart by offset; any other word gets a row of its own.
+        simple = [w for w in words if w.isascii() and w.isalnum()]
+        other = [w for w in words if not (w.isascii() and w.isalnum())]
+        per_row: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            if simple:
+                joined = b" ".join(simple).decode("ascii")
+                conn.execute("INSERT INTO words (rowid, w) VALUES (0, ?)", (joined,))
+            conn.executemany(
+                "INSERT INTO words (rowid, w) VALUES (?, ?)",
+                ((i, w.decode("utf-8", errors="replace")) for i, w in enumerate(other, start=1)),
+            )
+            for term, doc, offset in conn.execute("SELECT term, doc, offset FROM word_terms"):
+                per_row[doc].append((offset, term))
+        finally:
+            conn.execute("ROLLBACK")
+        found: dict[bytes, str | None] = {simple[offset]: term for offset, term in per_row[0]}
+        for index, word in enumerate(other, start=1):
+            tokens = per_row[index]
+            found[word] = tokens[0][1] if len(tokens) == 1 else None
+        return {w: found.get(w) for w in words}
+
+
+_STEMMER = _Stemmer()
+
+
+def stems(words: Iterable[str]) -> dict[str, str | None]:
+    """FTS5 porter stems of `words` (None for a word that is not exactly one token)."""
+    keyed = {w: w.lower().encode("utf-8", errors="replace") for w in words}
+    cache = _STEMMER.fill(keyed.values())
+    return {w: cache[k] for w, k in keyed.items()}
+
+
+def _tokens(text: str) -> list[bytes]:
+    """The words of `text` as unicode61 splits them, lower-cased UTF-8 (ASCII fast path)."""
+    data = text[:TF_MAX_CHARS].encode("utf-8", errors="replace").lower()
+    words = data.translate(_ASCII_SPLIT).split()
+    if data.isascii():
+        return words
+    out: list[bytes] = []
+    for w in words:
+        if w.isascii():
+            out.append(w)
+        else:
+            decoded = w.decode("utf-8", errors="replace")
+            out.extend(t.encode("utf-8") for t in _UNICODE_TOKEN_RE.findall(decoded))
+    return out
+
+
+# --- index statistics, hits and document frequencies ---------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    rows: int
+    total_tokens: int
+    max_rowid: int
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_tokens / self.rows if self.rows else 0.0
+
+
+def _varints(blob: bytes) -> list[int]:
+    """Decode SQLite varints (big-endian 7-bit groups; a 9th byte carries 8 bits)."""
+    values: list[int] = []
+    i, n = 0, len(blob)
+    while i < n:
+        value = 0
+        for j in range(9):
+            if i >= n:
+                return values
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def index_stats(conn: sqlite3.Connection) -> IndexStats:
+    """Row count and token total of memory_fts, from its averages record (data id 1)."""
+    cur = _cursor(conn)
+    row = cur.execute("SELECT block FROM memory_fts_data WHERE id = 1").fetchone()
+    values = _varints(row[0]) if row and row[0] else []
+    max_rowid = cur.execute("SELECT max(id) FROM memory_fts_docsize").fetchone()[0] or 0
+    if len(values) >= 2:
+        return IndexStats(values[0], sum(values[1:]), max_rowid)
+    rows = cur.execute("SELECT count(*) FROM memory_fts_docsize").fetchone()[0]
+    return IndexStats(rows, 0, max_rowid)
+
+
+class _DfCache:
+    """Estimated dfs of common terms per database. Rare terms are never cached: counting them
+    is cheap, and a stale "absent" would hide a record that was just added."""
+
+    _MAX_ENTRIES = 50_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str], tuple[int, int, float]] = {}
+
+    def get(self, db: str, term: str, rows: int, now: float) -> int | None:
+        entry = self._entries.get((db, term))
+        if entry is None:
+            return None
+        df, rows_then, expires = entry
+        if now > expires or abs(rows - rows_then) > 0.05 * max(rows_then, 1):
+            return None
+        return df
+
+    def put(self, db: str, term: str, df: int, rows: int, now: float) -> None:
+        with self._lock:
+            if len(self._entries) >= self._MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[(db, term)] = (df, rows, now + DF_CACHE_SECONDS)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+_DF_CACHE = _DfCache()
+
+
+def clear_caches() -> None:
+    """Forget cached document frequencies (tests; after bulk imports)."""
+    _DF_CACHE.clear()
+
+
+def _database_key(conn: sqlite3.Connection) -> str:
+    for _seq, name, path in _cursor(conn).execute("PRAGMA database_list"):
+        if name == "main":
+            return path or f"memory:{id(conn)}"
+    return f"memory:{id(conn)}"
+
+
+def document_frequencies(
+    conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats
+) -> dict[str, int]:
+    """df of each term: exact up to RARE_BUDGET, above it estimated (and cached)."""
+    db = _database_key(conn)
+    now = time.monotonic()
+    cap = RARE_BUDGET + 1
+    dfs: dict[str, int] = {}
+    unknown = []
+    for term in terms:
+        cached = _DF_CACHE.get(db, term, stats.rows, now)
+        if cached is None:
+            unknown.append(term)
+        else:
+            dfs[term] = cached
+    if not unknown:
+        return dfs
+    cur = _cursor(conn)
+    # One statement, one capped count per term: a common term costs no more than the cap.
+    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+    binds: list[Any] = []
+    for term in unknown:
+        binds += [quote_term(term), cap]
+    counts = cur.execute("SELECT " + ", ".join([sub] * len(unknown)), binds).fetchone()
+    common = []
+    for term, count in zip(unknown, counts, strict=True):
+        dfs[term] = count
+        if count >= cap:
+            common.append(term)
+    if common:
+        low = max(0, stats.max_rowid - SAMPLE_ROWS)
+        window = cur.execute(
+            "SELECT count(*) FROM memory_fts_docsize WHERE id > ?", (low,)
+        ).fetchone()[0]
+        sub = "(SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ? AND rowid > ?)"
+        binds = []
+        for term in common:
+            binds += [quote_term(term), low]
+        samples = cur.execute("SELECT " + ", ".join([sub] * len(common)), binds).fetchone()
+        for term, hits in zip(common, samples, strict=True):
+            estimate = round(hits * stats.rows / window) if window else cap
+            dfs[term] = min(max(estimate, cap), max(stats.rows, cap))
+            _DF_CACHE.put(db, term, dfs[term], stats.rows, now)
+    return dfs
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which terms select candidates (see the module docstring) and which are scored."""
+
+    rare: tuple[str, ...]  # searched in every row
+    wide: tuple[str, ...]  # searched in rows with rowid > wide_min_rowid
+    wide_min_rowid: int
+    scored: tuple[str, ...]  # every term that occurs in the index
+
+
+def plan_query(terms: Sequence[str], df: dict[str, int], stats: IndexStats) -> Plan | None:
+    """Choose the candidate searches; None when no term occurs in the index."""
+    present = [t for t in dict.fromkeys(terms) if df.get(t, 0) > 0]
+    if not present:
+        return None
+    order = {t: i for i, t in enumerate(present)}
+    ranked = sorted(present, key=lambda t: (df[t], order[t]))
+    rare: list[str] = []
+    used = 0
+    for term in ranked:
+        if used + df[term] > RARE_BUDGET:
+            break
+        rare.append(term)
+        used += df[term]
+    wide = [t for t in ranked[len(rare) :] if df[t] <= COMMON_SHARE * stats.rows][:WIDE_TERMS]
+    if not rare and not wide:
+        wide = ranked[:2]  # every term is common: look for the two rarest in recent rows
+    wide_df = sum(df[t] for t in wide)
+    room = ROW_BUDGET - used
+    min_rowid = 0
+    if wide_df > room:
+        min_rowid = max(0, stats.max_rowid - math.ceil(room * stats.rows / wide_df))
+    return Plan(tuple(rare), tuple(wide), min_rowid, tuple(present))
+
+
+# --- the query -------------------------------------------------------------------------------
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, whatever the connection's row factory is
+    return cur
+
+
+def _filters(project: str | None, agent: str | None) -> tuple[str, dict[str, Any]]:
+    scopes = ["global"]
+    if project:
+        scopes.append(f"project:{project}")
+    if agent:
+        scopes.append(f"agent:{agent}")
+    binds = {f"scope{i}": s for i, s in enumerate(scopes)}
+    sql = (
+        "r.status = 'active' AND (r.expires_at IS NULL OR r.expires_at > :now) "
+        f"AND r.scope IN ({', '.join(':' + k for k in binds)}) "
+        "AND NOT (r.type = 'procedural' AND r.trust IN ('agent', 'external'))"
+    )
+    return sql, binds
+
+
+def _decode(row: Sequence[Any]) -> dict[str, Any]:
+    record = dict(zip(_RECORD_COLUMNS, row, strict=False))
+    for column, kind in _JSON_COLUMNS.items():
+        raw = record[column]
+        if raw in ("[]", "{}", None, ""):
+            record[column] = kind()
+            continue
+        try:
+            value = json.loads(raw)
+        except (TypeError, ValueError):
+            value = kind()
+        record[column] = value if isinstance(value, kind) else kind()
+    record["pinned"] = bool(record["pinned"])
+    return record
+
+
+def _idf(df: int, rows: int) -> float:
+    idf = math.log((rows - df + 0.5) / (df + 0.5)) if rows else 0.0
+    return idf if idf > 0 else 1e-6  # FTS5 clamps the same way
+
+
+def _pool(
+    conn: sqlite3.Connection,
+    plan: Plan,
+    idf: dict[str, float],
+    size: int,
+    filters: tuple[str, dict[str, Any]],
+) -> dict[int, tuple[Any, ...]]:
+    """The `size` retrievable rows that the selecting terms point at most strongly.
+
+    Returns rowid -> (record columns..., search_aux).
+
+    Every hit of a selecting term adds that term's idf to its row; rows are taken by that sum,
+    then newest first. Summing and ordering happen in SQL, and the retrieval filters are checked
+    by rowid for the best-placed rows only; if too many of those fail, for all of them.
+    """
+    where, binds = filters
+    params = dict(binds)
+    parts = []
+    groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
+    for i, (term, min_rowid) in enumerate(groups):
+        parts.append(
+            f"SELECT rowid AS seq, :w{i} AS w FROM (SELECT rowid FROM memory_fts "
+            f"WHERE memory_fts MATCH :t{i} AND rowid > :m{i} LIMIT {ROW_BUDGET})"
+        )
+        params |= {f"w{i}": idf[term], f"t{i}": quote_term(term), f"m{i}": min_rowid}
+    sql = f"""WITH hits AS ({' UNION ALL '.join(parts)}),
+              ranked AS (SELECT seq, sum(w) AS weight FROM hits GROUP BY seq
+                         ORDER BY weight DESC, seq DESC LIMIT :prefilter)
+              SELECT ranked.seq, {', '.join('r.' + c for c in _RECORD_COLUMNS)}, r.search_aux
+              FROM ranked JOIN memory_records AS r NOT INDEXED ON r.seq = ranked.seq
+              WHERE {where}
+              ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size"""
+    cur = _cursor(conn)
+    found: dict[int, tuple[Any, ...]] = {}
+    for prefilter in (2 * size, -1):  # LIMIT -1 is no limit
+        query = params | {"prefilter": prefilter, "size": size}
+        found = {row[0]: row[1:] for row in cur.execute(sql, query)}
+        if len(found) >= size:
+            break
+    return found
+
+
+def fetch_candidates(
+    conn: sqlite3.Connection,
+    terms: list[str],
+    *,
+    project: str | None,
+    agent: str | None,
+    now_iso: str,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Up to `limit` retrievable records matching the terms, best bm25 first.
+
+    Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
+    (more negative is better) and ``matched_terms`` (how many of `terms` it contains).
+    Ties are broken by id.
+    """
+    terms = [t for t in dict.fromkeys(terms) if t]
+    if not terms or limit <= 0:
+        return []
+    stats = index_stats(conn)
+    if stats.rows == 0:
+        return []
+    dfs = document_frequencies(conn, terms, stats)
+    plan = plan_query(terms, dfs, stats)
+    if plan is None:
+        return []
+    idf = {t: _idf(dfs[t], stats.rows) for t in plan.scored}
+    filters = _filters(project, agent)
+    filters[1]["now"] = now_iso
+    rows = _pool(conn, plan, idf, math.ceil(POOL_FACTOR * limit), filters)
+    if not rows:
+        return []
+    counted = _count_terms(rows, plan.scored)
+    inexact = [c.seq for c in counted if not c.exact_length]
+    lengths = {}
+    if inexact:
+        lengths = {
+            seq: sum(_varints(blob or b""))
+            for seq, blob in _cursor(conn).execute(
+                "SELECT id, sz FROM memory_fts_docsize "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(inexact),),
+            )
+        }
+    scored = sorted(
+        (_bm25(c.freq, idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, len(c.freq))
+        for c in counted
+    )
+    out = []
+    for score, _id, seq, matched in scored[:limit]:
+        record = _decode(rows[seq][: len(_RECORD_COLUMNS)])
+        record["bm25"] = score
+        record["matched_terms"] = matched
+        out.append(record)
+    return out
+
+
+@dataclass
+class _Counted:
+    seq: int
+    id: str
+    freq: dict[str, float]  # term -> column-weighted occurrences
+    length: int  # words in title + body + aux
+    exact_length: bool  # False when FTS5 may count the words differently
+
+
+def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list[_Counted]:
+    """Occurrences of each term in each row, weighted by column as bm25 weighs them."""
+    stem_terms: dict[str, list[str]] = defaultdict(list)
+    for term, stem in stems(terms).items():
+        if stem is not None:
+            stem_terms[stem].append(term)
+    columns = (
+        (_RECORD_COLUMNS.index("title"), BM25_WEIGHTS[0]),
+        (_RECORD_COLUMNS.index("body"), BM25_WEIGHTS[1]),
+        (len(_RECORD_COLUMNS), BM25_WEIGHTS[2]),  # search_aux follows the record columns
+    )
+    tokenised: list[tuple[int, list[tuple[list[bytes], float]], bool]] = []
+    vocabulary: set[bytes] = set()
+    for seq, row in rows.items():
+        per_column = []
+        exact = True
+        for index, weight in columns:
+            text = row[index] or ""
+            # Word counts match unicode61 exactly only for ASCII text that was read whole.
+            exact = exact and len(text) <= TF_MAX_CHARS and text.isascii()
+            tokens = _tokens(text)
+            vocabulary.update(tokens)
+            per_column.append((tokens, weight))
+        tokenised.append((seq, per_column, exact))
+    # Only words whose stem is a term's stem matter; find them once for the whole pool.
+    word_terms = {w: stem_terms[s] for w, s in _STEMMER.matching(vocabulary, stem_terms).items()}
+    relevant = frozenset(word_terms)
+    out = []
+    for seq, per_column, exact in tokenised:
+        freq: dict[str, float] = {}
+        length = 0
+        for tokens, weight in per_column:
+            length += len(tokens)
+            for word in relevant.intersection(tokens):
+                n = tokens.count(word) * weight
+                for term in word_terms[word]:
+                    freq[term] = freq.get(term, 0.0) + n
+        out.append(_Counted(seq, rows[seq][0], freq, length, exact))
+    return out
+
+
+def _bm25(freq: dict[str, float], idf: dict[str, float], length: int, avgdl: float) -> float:
+    """FTS5's bm25 for one row, as a negative number like bm25() returns."""
+    norm = BM25_K1 * (1.0 - BM25_B + (BM25_B * length / avgdl if avgdl else 0.0))
+    return -sum(idf[t] * f * (BM25_K1 + 1.0) / (f + norm) for t, f in freq.items())
+
+
+def fetch_candidates_naive(
+    conn: sqlite3.Connection,
+    terms: list[str],
+    *,
+    project: str | None,
+    agent: str | None,
+    now_iso: str,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Reference: one OR query over all terms, FTS5's bm25 (slow on large tables).
+
+    Same filters and result shape as :func:`fetch_candidates`, without ``matched_terms``;
+    tests and the benchmark compare the two.
+    """
+    expr = match_expression(list(dict.fromkeys(terms)))
+    if expr is None or limit <= 0:
+        return []
+    where, binds = _filters(project, agent)
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = _cursor(conn).execute(
+        f"""SELECT {', '.join('r.' + c for c in _RECORD_COLUMNS)},
+                   bm25(memory_fts, {weights}) AS score
+            FROM memory_fts JOIN memory_records AS r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {where}
+            ORDER BY score, r.id LIMIT :limit""",
+        binds | {"expr": expr, "now": now_iso, "limit": limit},
+    ).fetchall()
+    out = []
+    for row in rows:
+        record = _decode(row[:-1])
+        record["bm25"] = row[-1]
+        out.append(record)
+    return out

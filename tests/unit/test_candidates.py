@@ -1,0 +1,463 @@
+"""Candidate search: filters, safety, and agreement with the one-OR-query reference.
+
+Run as a script for the large benchmark (not part of the test suite):
+
+    .venv/bin/python -m tests.unit.test_candidates --rows 100000 --db /tmp/bench.sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import random
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minionsd.ftsquery import index_aux_text, search_terms
+from minionsd.retrieval import candidates
+from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.retrieval.query import task_terms
+
+MIGRATION = Path(__file__).resolve().parents[2] / "minionsd/db/migrations/0001_records.sql"
+NOW = "2026-06-01T00:00:00.000Z"
+
+# --- a deterministic corpus of engineering-like notes ------------------------------------------
+
+_COMMON_TEXT = """test cache retry py error config build run fail service request response client
+server api data file update change code function method class module value check call return
+use add issue bug time timeout log debug handler worker job queue event user session token auth
+database db query index table migration schema deploy release version package dependency import
+script ci pipeline branch merge review lint type async thread lock memory process state status
+flag option default setting env local remote network connection http json yaml url endpoint
+route model view component store key id name list map set get new null none true false empty
+missing wrong slow fast large small first last next works broken flaky retries cached tests
+tested errors calls returns checks builds jobs tokens failed failing failure"""
+COMMON = _COMMON_TEXT.split()
+_FILLER_TEXT = """the a an of to in on for with and or but when if is are was were be been it this
+that we they so because after before then also not no only just into from by as at"""
+FILLER = _FILLER_TEXT.split()
+_SYLLABLE_TEXT = """ba ko ri tan vel mor qua drix zen lo pi stra ven ul ox ter nim fa gor lex sy thu
+mip cor dal ew fin gra hul jor kez plo wam yid sna"""
+SYLLABLES = _SYLLABLE_TEXT.split()
+SUFFIXES = ["Loader", "Manager", "Client", "Refresher", "Handler", "Store", "Pool", "Router"]
+
+
+class _Zipf:
+    def __init__(self, items: list[Any], s: float = 1.0) -> None:
+        self.items = items
+        self.cum = list(itertools.accumulate(1.0 / (i + 1) ** s for i in range(len(items))))
+
+    def pick(self, rng: random.Random) -> Any:
+        return self.items[bisect.bisect_left(self.cum, rng.random() * self.cum[-1])]
+
+
+class Corpus:
+    """Notes about topics; each topic has made-up words, a CamelCase class, a snake_case name,
+    an error code and a path, mixed with common engineering words and English filler."""
+
+    def __init__(self, rows: int, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        self.rows = rows
+        self.topics = [self._topic() for _ in range(max(40, rows // 20))]
+        self.topic_z = _Zipf(list(range(len(self.topics))), 0.8)
+        self.common_z = _Zipf(COMMON)
+        self.mid_z = _Zipf([self._word() for _ in range(8000)])
+
+    def _word(self) -> str:
+        return "".join(self.rng.choice(SYLLABLES) for _ in range(self.rng.randint(2, 3)))
+
+    def _topic(self) -> dict[str, Any]:
+        w = [self._word() for _ in range(3)]
+        c1, c2 = self.rng.choice(COMMON), self.rng.choice(COMMON)
+        return {
+            "words": w,
+            "ident": w[0].capitalize() + c1.capitalize() + self.rng.choice(SUFFIXES),
+            "snake": f"{w[1]}_{c2}",
+            "code": f"ERR_{w[0].upper()}_{c2.upper()}",
+            "path": f"src/{w[2]}/{w[1]}_{c2}.py",
+        }
+
+    def _sentence(self, topic: dict[str, Any]) -> str:
+        rng, out = self.rng, []
+        for _ in range(rng.randint(5, 11)):
+            r = rng.random()
+            if r < 0.50:
+                out.append(rng.choice(FILLER))
+            elif r < 0.58:
+                out.append(self.common_z.pick(rng))
+            elif r < 0.90:
+                out.append(self.mid_z.pick(rng))
+            else:
+                k = rng.random()
+                key = "words" if k < 0.45 else "ident" if k < 0.6 else "snake" if k < 0.75 \
+                    else "code" if k < 0.87 else "path"
+                out.append(rng.choice(topic[key]) if key == "words" else topic[key])
+        return " ".join(out).capitalize() + "."
+
+    def notes(self) -> Iterator[tuple[int, int, str, str, list[str]]]:
+        rng = self.rng
+        for i in range(self.rows):
+            ti = self.topic_z.pick(rng)
+            topic = self.topics[ti]
+            title = " ".join([
+                rng.choice(topic["words"]), self.common_z.pick(rng),
+                rng.choice([topic["ident"], topic["snake"], self.mid_z.pick(rng)]),
+            ])
+            body = " ".join(self._sentence(topic) for _ in range(rng.randint(2, 5)))
+            paths = [topic["path"]] if rng.random() < 0.3 else []
+            yield i, ti, title, body, paths
+
+    def task(self, rng: random.Random, ti: int) -> dict[str, Any]:
+        topic = self.topics[ti]
+        other = self.topics[self.topic_z.pick(rng)]
+
+        def common(k: int) -> str:
+            return " ".join(self.common_z.pick(rng) for _ in range(k))
+
+        return {
+            "id": f"W-{ti}",
+            "title": f"Fix {topic['ident']} {common(2)} when {topic['words'][0]} {common(1)}",
+            "description": f"The {topic['snake']} {common(4)} in {topic['words'][1]} is "
+            f"{common(3)}. We should {common(4)} so the {common(3)} works again. Please make "
+            "sure tests pass and the cache retry logic is fine.",
+            "failure_context": f"{topic['code']}: {common(3)} {topic['words'][2]} timed out "
+            f"after 30s in {topic['path']}",
+            "files": [topic["path"], f"tests/test_{topic['snake']}.py"],
+            "pr": {"title": f"{common(2)} {other['words'][0]}", "branch": f"fix/{topic['snake']}"},
+        }
+
+
+def open_db(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(MIGRATION.read_text())
+    return conn
+
+
+def add(conn: sqlite3.Connection, rid: str, body: str, **fields: Any) -> None:
+    row = {
+        "type": "semantic", "scope": "global", "status": "active", "trust": "human",
+        "title": "", "source": f"notes/archive/{rid}.md", "paths": [], "tags": [],
+        "importance": 0.5, "confidence": 0.5, "pinned": 0, "created_at": "2026-01-01T00:00:00.000Z",
+        "expires_at": None, "meta": {},
+    } | fields
+    conn.execute(
+        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source, paths,
+               tags, importance, confidence, pinned, created_at, updated_at, expires_at, meta,
+               search_aux)
+           VALUES (:id, :type, :scope, :status, :trust, :title, :body, :source, :paths, :tags,
+               :importance, :confidence, :pinned, :created_at, :created_at, :expires_at, :meta,
+               :aux)""",
+        row | {
+            "id": rid, "body": body, "paths": json.dumps(row["paths"]),
+            "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
+            "aux": index_aux_text(row["title"], body, row["paths"], row["tags"]),
+        },
+    )
+
+
+def fill(conn: sqlite3.Connection, corpus: Corpus, seed: int = 8) -> None:
+    rng = random.Random(seed)
+    conn.execute("BEGIN")
+    for i, ti, title, body, paths in corpus.notes():
+        r = rng.random()
+        scope = ("global" if r < 0.5 else "project:alpha" if r < 0.8 else "project:beta"
+                 if r < 0.9 else "agent:dallas")
+        add(
+            conn, f"M-{i:06d}", body, title=title, paths=paths, scope=scope,
+            status="active" if rng.random() < 0.92 else "superseded",
+            type=rng.choice(["semantic"] * 6 + ["episodic"] * 3 + ["procedural"]),
+            trust=rng.choice(["human", "system", "agent", "agent", "external"]),
+            meta={"topic": ti},
+        )
+        if i % 5000 == 4999:
+            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+    conn.execute("COMMIT")
+
+
+def search(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[str, Any]]:
+    args = {"project": "alpha", "agent": "dallas", "now_iso": NOW, "limit": 50} | kw
+    return fetch_candidates(conn, terms, **args)
+
+
+def naive(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[str, Any]]:
+    args = {"project": "alpha", "agent": "dallas", "now_iso": NOW, "limit": 50} | kw
+    return fetch_candidates_naive(conn, terms, **args)
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _fresh_df_cache() -> Iterator[None]:
+    candidates.clear_caches()
+    yield
+    candidates.clear_caches()
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    c = open_db(tmp_path / "state.db")
+    yield c
+    c.close()
+
+
+def ids(records: list[dict[str, Any]]) -> list[str]:
+    return [r["id"] for r in records]
+
+
+def test_scope_filter(conn: sqlite3.Connection) -> None:
+    for rid, scope in [("M-g", "global"), ("M-pa", "project:alpha"), ("M-pb", "project:beta"),
+                       ("M-ad", "agent:dallas"), ("M-ar", "agent:ripley")]:
+        add(conn, rid, "flaky websocket reconnect", scope=scope)
+    terms = ["websocket"]
+    assert sorted(ids(search(conn, terms))) == ["M-ad", "M-g", "M-pa"]
+    assert sorted(ids(search(conn, terms, project=None, agent=None))) == ["M-g"]
+    assert sorted(ids(search(conn, terms, project="beta", agent="ripley"))) == [
+        "M-ar", "M-g", "M-pb",
+    ]
+
+
+def test_status_expiry_and_procedural_filters(conn: sqlite3.Connection) -> None:
+    add(conn, "M-active", "kafka consumer lag")
+    add(conn, "M-super", "kafka consumer lag", status="superseded")
+    add(conn, "M-retr", "kafka consumer lag", status="retracted")
+    add(conn, "M-exp", "kafka consumer lag", status="expired")
+    add(conn, "M-past", "kafka consumer lag", expires_at="2026-05-31T23:59:59.999Z")
+    add(conn, "M-now", "kafka consumer lag", expires_at=NOW)
+    add(conn, "M-future", "kafka consumer lag", expires_at="2026-06-01T00:00:00.001Z")
+    for trust in ("human", "system", "agent", "external"):
+        add(conn, f"M-proc-{trust}", "kafka consumer lag", type="procedural", trust=trust)
+        add(conn, f"M-epi-{trust}", "kafka consumer lag", type="episodic", trust=trust)
+    found = set(ids(search(conn, ["kafka"])))
+    assert found == {
+        "M-active", "M-future", "M-proc-human", "M-proc-system",
+        "M-epi-human", "M-epi-system", "M-epi-agent", "M-epi-external",
+    }
+
+
+def test_record_shape(conn: sqlite3.Connection) -> None:
+    add(conn, "M-1", "The TokenRefresher retries forever", title="Token refresh",
+        paths=["src/auth/token.py"], tags=["auth"], pinned=1, meta={"k": 1})
+    (rec,) = search(conn, ["tokenrefresher", "retry", "absentword"])
+    assert set(rec) >= {
+        "id", "type", "scope", "status", "trust", "title", "body", "source", "author",
+        "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence", "pinned",
+        "created_at", "updated_at", "expires_at", "superseded_by", "retracted_reason", "meta",
+        "bm25", "matched_terms",
+    }
+    assert rec["paths"] == ["src/auth/token.py"] and rec["tags"] == ["auth"]
+    assert rec["meta"] == {"k": 1} and rec["pinned"] is True
+    assert rec["bm25"] < 0
+    assert rec["matched_terms"] == 2  # "retry" meets "retries" through the porter stem
+
+
+def test_nothing_to_find(conn: sqlite3.Connection) -> None:
+    assert search(conn, ["anything"]) == []
+    add(conn, "M-1", "some body")
+    assert search(conn, []) == []
+    assert search(conn, ["absent"]) == []
+    assert search(conn, ["body"], limit=0) == []
+
+
+def test_new_record_found_at_once(conn: sqlite3.Connection) -> None:
+    add(conn, "M-1", "unrelated")
+    assert search(conn, ["zanzibar"]) == []
+    add(conn, "M-2", "zanzibar deploy notes")
+    assert ids(search(conn, ["zanzibar"])) == ["M-2"]
+
+
+def test_ties_break_by_id(conn: sqlite3.Connection) -> None:
+    for rid in ("M-c", "M-a", "M-b"):
+        add(conn, rid, "identical gizmo body")
+    assert ids(search(conn, ["gizmo"])) == ["M-a", "M-b", "M-c"]
+
+
+def test_unicode_rows_score_like_fts5(conn: sqlite3.Connection) -> None:
+    add(conn, "M-1", "Café naïve résumé — the déjà-vu bug in crème brûlée")
+    add(conn, "M-2", "cafe cafe cafe naive")
+    add(conn, "M-3", "日本語 cafe")
+    terms = ["cafe", "naive", "bug"]
+    fast, ref = search(conn, terms), naive(conn, terms)
+    assert ids(fast) == ids(ref)
+    for a, b in zip(fast, ref, strict=True):
+        assert a["bm25"] == pytest.approx(b["bm25"], rel=1e-9)
+
+
+ARBITRARY_TERMS = st.lists(
+    st.one_of(st.text(max_size=12), st.sampled_from(['"', "a b", "NEAR(", "*", "title:x", ""])),
+    max_size=8,
+)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(), raw=ARBITRARY_TERMS)
+def test_arbitrary_text_never_raises(conn: sqlite3.Connection, text: str, raw: list[str]) -> None:
+    if not conn.execute("SELECT 1 FROM memory_records").fetchone():
+        add(conn, "M-1", "the cache retry test", title="a \"quoted\" title")
+        add(conn, "M-2", "naïve 日本語 text with NEAR and AND OR NOT")
+    for terms in (search_terms(text), raw):
+        for rec in search(conn, terms):
+            assert rec["id"] in ("M-1", "M-2")
+
+
+@pytest.fixture(scope="module")
+def labelled(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[sqlite3.Connection, Corpus]]:
+    corpus = Corpus(3000, seed=3)
+    c = open_db(tmp_path_factory.mktemp("labelled") / "state.db")
+    fill(c, corpus)
+    yield c, corpus
+    c.close()
+
+
+def _tasks(corpus: Corpus, n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    return [corpus.task(rng, corpus.topic_z.pick(rng)) for _ in range(n)]
+
+
+def test_agrees_with_one_or_query(labelled: tuple[sqlite3.Connection, Corpus]) -> None:
+    conn, corpus = labelled
+    overlaps = []
+    for task in _tasks(corpus, 30, seed=5):
+        terms = task_terms(task)
+        fast, ref = search(conn, terms), naive(conn, terms)
+        reference = {r["id"]: r["bm25"] for r in ref}
+        for rec in fast:  # same score as FTS5's bm25 wherever both found the record
+            if rec["id"] in reference:
+                assert rec["bm25"] == pytest.approx(reference[rec["id"]], rel=1e-6)
+        overlaps.append(len(set(ids(fast)[:8]) & set(ids(ref)[:8])) / 8)
+    assert statistics.mean(overlaps) >= 0.9, overlaps
+
+
+def test_finds_the_tasks_topic(labelled: tuple[sqlite3.Connection, Corpus]) -> None:
+    conn, corpus = labelled
+    precision = []
+    for task in _tasks(corpus, 30, seed=6):
+        topic = int(task["id"][2:])
+        top = search(conn, task_terms(task))[:8]
+        precision.append(sum(r["meta"]["topic"] == topic for r in top) / max(1, len(top)))
+    assert statistics.mean(precision) >= 0.9, precision
+
+
+def test_small_budget_stays_bounded_and_relevant(
+    labelled: tuple[sqlite3.Connection, Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn, corpus = labelled
+    monkeypatch.setattr(candidates, "ROW_BUDGET", 60)
+    monkeypatch.setattr(candidates, "RARE_BUDGET", 30)
+    stats = candidates.index_stats(conn)
+    precision = []
+    for task in _tasks(corpus, 20, seed=7):
+        terms = task_terms(task)
+        dfs = candidates.document_frequencies(conn, terms, stats)
+        plan = candidates.plan_query(terms, dfs, stats)
+        assert plan is not None
+        assert sum(dfs[t] for t in plan.rare) <= 30
+        if plan.wide_min_rowid:  # the window holds about the budget's worth of hits
+            share = sum(dfs[t] for t in plan.wide) / stats.rows
+            assert (stats.max_rowid - plan.wide_min_rowid) * share <= 60 + 1
+        top = search(conn, terms)[:8]
+        topic = int(task["id"][2:])
+        precision.append(sum(r["meta"]["topic"] == topic for r in top) / max(1, len(top)))
+    assert statistics.mean(precision) >= 0.7, precision
+
+
+def test_common_terms_alone_still_find_something(
+    labelled: tuple[sqlite3.Connection, Corpus],
+) -> None:
+    conn, _ = labelled
+    found = search(conn, ["test", "cache", "retry"], limit=10)
+    assert len(found) == 10
+    assert all(r["matched_terms"] >= 1 for r in found)
+
+
+def test_index_stats_match_the_table(labelled: tuple[sqlite3.Connection, Corpus]) -> None:
+    conn, _ = labelled
+    stats = candidates.index_stats(conn)
+    assert stats.rows == conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+    assert stats.max_rowid == conn.execute("SELECT max(seq) FROM memory_records").fetchone()[0]
+    assert stats.avgdl > 10
+
+
+def test_stems_agree_with_fts5() -> None:
+    found = candidates.stems(["retries", "retry", "timeouts", "Caching", "a b", "", "naïve"])
+    assert found["retries"] == found["retry"] == "retri"
+    assert found["timeouts"] == "timeout"
+    assert found["Caching"] == "cach"
+    assert found["a b"] is None and found[""] is None
+    assert found["naïve"] == "naiv"
+
+
+# --- the benchmark (run as a script) ------------------------------------------------------------
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def benchmark(rows: int, db: Path, queries: int, reference: int) -> None:
+    corpus = Corpus(rows, seed=7)
+    if not db.exists():
+        started = time.perf_counter()
+        conn = open_db(db)
+        fill(conn, corpus)
+        conn.close()
+        print(f"built {rows} rows in {time.perf_counter() - started:.0f} s")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    tasks = _tasks(corpus, queries + 50, seed=11)
+    for task in tasks[:50]:  # warm the page cache and the stem cache, as a running daemon is
+        search(conn, task_terms(task))
+    wall, cpu, sizes = [], [], []
+    for task in tasks[50:]:
+        terms = task_terms(task)
+        w, c = time.perf_counter(), time.process_time()
+        found = search(conn, terms)
+        wall.append((time.perf_counter() - w) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+        sizes.append(len(found))
+    print(f"fetch_candidates over {queries} tasks, {statistics.mean(sizes):.0f} candidates each:")
+    for name, values in (("wall", wall), ("cpu", cpu)):
+        print(f"  {name}: p50 {_percentile(values, .5):.2f} ms  p90 {_percentile(values, .9):.2f}"
+              f"  p99 {_percentile(values, .99):.2f}  max {max(values):.2f}")
+    ref_ms, top8, top50, rel_fast, rel_ref = [], [], [], [], []
+    for task in tasks[50 : 50 + reference]:
+        terms = task_terms(task)
+        topic = int(task["id"][2:])
+        started = time.perf_counter()
+        ref = naive(conn, terms)
+        ref_ms.append((time.perf_counter() - started) * 1000)
+        fast = search(conn, terms)
+        top8.append(len(set(ids(fast)[:8]) & set(ids(ref)[:8])) / max(1, min(8, len(ref))))
+        top50.append(len(set(ids(fast)) & set(ids(ref))) / max(1, len(ref)))
+        rel_fast.append(sum(r["meta"]["topic"] == topic for r in fast[:8]) / 8)
+        rel_ref.append(sum(r["meta"]["topic"] == topic for r in ref[:8]) / 8)
+    print(f"one-OR reference over {reference} tasks: p50 {_percentile(ref_ms, .5):.1f} ms")
+    print(f"  top-8 overlap {statistics.mean(top8):.3f} (min {min(top8):.2f}),"
+          f" top-50 overlap {statistics.mean(top50):.3f}")
+    print(f"  top-8 on the task's topic: fast {statistics.mean(rel_fast):.3f},"
+          f" reference {statistics.mean(rel_ref):.3f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--db", type=Path, required=True, help="built on first use")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--reference", type=int, default=30)
+    args = parser.parse_args()
+    benchmark(args.rows, args.db, args.queries, args.reference)
+    sys.exit(0)
