@@ -1,0 +1,126 @@
+"""Dedupe and pack ranked records into the Relevant Memory text.
+
+This module owns what an agent reads of each recalled record and how many fit. Pure functions.
+
+* :func:`dedupe` keeps one record per body: bodies that are equal, or nearly equal, after
+  lower-casing and collapsing whitespace (Jaccard similarity of their word 3-shingles at least
+  ``NEAR_DUPLICATE``), count as one, and the best-scored survives.
+* :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
+  then its title and body.
+* :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
+  within ``max_bytes`` UTF-8 bytes; a record that does not fit is skipped and a later, smaller one
+  may still be taken. The result is what goes inside the untrusted-input fence.
+
+Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
+(plus one blank line between items).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from minionsd.retrieval.rank import Scored
+
+NEAR_DUPLICATE = 0.9
+SHINGLE = 3
+ITEM_SEPARATOR = "\n\n"
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_WS_RE = re.compile(r"\s+")
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _normalised_body(record: Mapping[str, Any]) -> str:
+    body = record.get("body")
+    return _WS_RE.sub(" ", body).strip().lower() if isinstance(body, str) else ""
+
+
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    words = text.split()
+    if len(words) < SHINGLE:
+        return frozenset([tuple(words)])
+    return frozenset(tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1))
+
+
+def _similar(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
+    # Jaccard >= t needs the smaller set to be at least t times the larger: a cheap early out.
+    small, large = sorted((len(a), len(b)))
+    if small < NEAR_DUPLICATE * large:
+        return False
+    return len(a & b) >= NEAR_DUPLICATE * len(a | b)
+
+
+def dedupe(scored: list[Scored]) -> list[Scored]:
+    """Best-scored first (ties by id), without exact or near duplicate bodies."""
+    kept: list[Scored] = []
+    seen_bodies: set[str] = set()
+    kept_shingles: list[frozenset[tuple[str, ...]]] = []
+    for item in sorted(scored, key=lambda s: (-s.score, s.id)):
+        body = _normalised_body(item.record)
+        if body in seen_bodies:
+            continue
+        shingles = _shingles(body)
+        if any(_similar(shingles, other) for other in kept_shingles):
+            continue
+        seen_bodies.add(body)
+        kept_shingles.append(shingles)
+        kept.append(item)
+    return kept
+
+
+def _one_line(value: Any, default: str = "unknown") -> str:
+    text = _CONTROL_RE.sub(" ", str(value)).strip() if value not in (None, "") else ""
+    return text or default
+
+
+def _date(created_at: Any) -> str:
+    if isinstance(created_at, str):
+        match = _DATE_RE.match(created_at)
+        if match:
+            return match.group(0)
+    return "unknown"
+
+
+def render_item(record: Mapping[str, Any]) -> str:
+    """One record as the agent reads it: provenance line, title (if any), body."""
+    header = " | ".join(
+        (
+            f"id={_one_line(record.get('id'))}",
+            f"type={_one_line(record.get('type'))}",
+            f"scope={_one_line(record.get('scope'))}",
+            f"trust={_one_line(record.get('trust'))}",
+            f"date={_date(record.get('created_at'))}",
+            f"source={_one_line(record.get('source'))}",
+        )
+    )
+    lines = [f"[{header}]"]
+    title = _one_line(record.get("title"), default="")
+    if title:
+        lines.append(f"Title: {title}")
+    body = record.get("body")
+    if isinstance(body, str) and body.strip():
+        lines.append(body.strip("\n").rstrip())
+    return "\n".join(lines)
+
+
+def pack(
+    scored: Iterable[Scored], *, top_k: int, max_bytes: int
+) -> tuple[str, list[tuple[Scored, int]]]:
+    """The pack text and the chosen items with their rendered UTF-8 sizes, best first."""
+    chosen: list[tuple[Scored, int]] = []
+    parts: list[str] = []
+    used = 0
+    separator = len(ITEM_SEPARATOR.encode("utf-8"))
+    for item in scored:
+        if len(chosen) >= top_k:
+            break
+        text = render_item(item.record)
+        size = len(text.encode("utf-8"))
+        extra = size + (separator if chosen else 0)
+        if used + extra > max_bytes:
+            continue
+        chosen.append((item, size))
+        parts.append(text)
+        used += extra
+    return ITEM_SEPARATOR.join(parts), chosen

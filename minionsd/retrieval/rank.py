@@ -1,0 +1,172 @@
+"""Deterministic rerank of retrieval candidates: lexical relevance plus documented boosts.
+
+This module owns the score that orders a task's candidate records. It is a pure function of
+its inputs (no clock reads, no randomness): the same candidates, task files, project, agent and
+``now`` always give the same order, and ties are broken by record id, ascending.
+
+    score = lexical + coverage + scope + trust + path + recency + importance + confidence + pinned
+
+    lexical    = bm25 / best_bm25                       0..1 (1.0 for the best lexical match)
+    coverage   = 0.08 * matched_terms / most_matched    0..0.08 (0 when matched_terms is absent)
+    scope      = agent 0.10, project 0.06, global 0
+    trust      = human 0.08, system 0.06, agent 0.02, external 0
+    path       = 0.20 if a record path (or a path named in its body) is a task file, else
+                 0.10 if one has the same file name as a task file, else 0
+    recency    = 0.08 * 0.5 ** (age_days / 60)           halves every 60 days; future dates = 0 days
+    importance = 0.06 * importance                       importance and confidence clamped to 0..1
+    confidence = 0.04 * confidence
+    pinned     = 0.06 when pinned
+
+bm25 follows SQLite's sign (more negative is better), so ``bm25 / best_bm25`` is the share of the
+best candidate's lexical strength. The boosts add up to at most 0.70: they reorder candidates of
+similar lexical strength, and cannot lift a weak lexical match above a much stronger one.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from minionsd.retrieval.query import normalise_path
+
+W_COVERAGE = 0.08
+SCOPE_BOOST = {"agent": 0.10, "project": 0.06, "global": 0.0}
+TRUST_BOOST = {"human": 0.08, "system": 0.06, "agent": 0.02, "external": 0.0}
+W_PATH_EXACT = 0.20
+W_PATH_NAME = 0.10
+W_RECENCY = 0.08
+RECENCY_HALF_LIFE_DAYS = 60.0
+W_IMPORTANCE = 0.06
+W_CONFIDENCE = 0.04
+W_PINNED = 0.06
+
+_BODY_SCAN_CHARS = 65536
+# A file path or name as people write it in notes: optional directories, a name, and an
+# extension that starts with a letter (so "1.2.3" is not a path). URLs are not matched.
+_PATH_RE = re.compile(
+    r"(?<![\w/.\-])((?:[\w.\-]+/)*[\w\-][\w.\-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/])"
+)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate record with its final score; `parts` names each term of the sum."""
+
+    score: float
+    record: dict[str, Any]
+    parts: tuple[tuple[str, float], ...] = field(default=(), compare=False)
+
+    @property
+    def id(self) -> str:
+        return str(self.record.get("id", ""))
+
+
+def mentioned_paths(text: str) -> list[str]:
+    """File paths and names written in `text` (first 64 KiB), in order, normalised."""
+    found = (normalise_path(m.group(1)) for m in _PATH_RE.finditer(text[:_BODY_SCAN_CHARS]))
+    # Four characters at least: "e.g" is an abbreviation, "a.py" a file.
+    return list(dict.fromkeys(p for p in found if len(posixpath.basename(p)) >= 4))
+
+
+def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
+    if not task_files:
+        return 0.0
+    paths = record.get("paths")
+    listed = paths if isinstance(paths, list) else []
+    own = [normalise_path(p) for p in listed if isinstance(p, str)]
+    body = record.get("body")
+    own += mentioned_paths(body) if isinstance(body, str) else []
+    own = [p for p in own if p]
+    best = 0.0
+    for mine in own:
+        for theirs in task_files:
+            if mine == theirs or _is_path_suffix(mine, theirs) or _is_path_suffix(theirs, mine):
+                return W_PATH_EXACT
+            if posixpath.basename(mine).lower() == posixpath.basename(theirs).lower():
+                best = W_PATH_NAME
+    return best
+
+
+def _is_path_suffix(short: str, long: str) -> bool:
+    """'auth/token.py' names 'src/auth/token.py'; a bare file name only shares the name."""
+    return "/" in short and long.endswith("/" + short)
+
+
+def _unit(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return 0.0
+    return min(1.0, max(0.0, float(value)))
+
+
+def _age_days(created_at: Any, now: datetime) -> float | None:
+    if not isinstance(created_at, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    reference = now if now.tzinfo else now.replace(tzinfo=UTC)
+    return max(0.0, (reference - moment).total_seconds() / 86400.0)
+
+
+def _scope_kind(scope: Any, project: str | None, agent: str | None) -> str:
+    if isinstance(scope, str):
+        if agent and scope == f"agent:{agent}":
+            return "agent"
+        if project and scope == f"project:{project}":
+            return "project"
+    return "global"
+
+
+def _bm25(record: Mapping[str, Any]) -> float:
+    value = record.get("bm25")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return 0.0
+    return float(value)
+
+
+def rank(
+    candidates: Sequence[Mapping[str, Any]],
+    *,
+    task_files: Sequence[str],
+    project: str | None,
+    agent: str | None,
+    now: datetime,
+) -> list[Scored]:
+    """Score and order the candidates, best first (ties by id ascending)."""
+    files = [p for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p]
+    best = min((_bm25(c) for c in candidates), default=0.0)
+    matched = [c.get("matched_terms") for c in candidates]
+    most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)
+    out = []
+    for record in candidates:
+        lexical = _bm25(record) / best if best < 0 else 1.0
+        count = record.get("matched_terms")
+        coverage = (
+            W_COVERAGE * count / most
+            if most > 0 and isinstance(count, int) and not isinstance(count, bool)
+            else 0.0
+        )
+        age = _age_days(record.get("created_at"), now)
+        parts = (
+            ("lexical", max(0.0, min(1.0, lexical))),
+            ("coverage", max(0.0, coverage)),
+            ("scope", SCOPE_BOOST[_scope_kind(record.get("scope"), project, agent)]),
+            ("trust", TRUST_BOOST.get(str(record.get("trust")), 0.0)),
+            ("path", _path_boost(record, files)),
+            ("recency", 0.0 if age is None else W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)),
+            ("importance", W_IMPORTANCE * _unit(record.get("importance"))),
+            ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
+            ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
+             else 0.0),
+        )
+        out.append(Scored(sum(v for _, v in parts), dict(record), parts))
+    out.sort(key=lambda s: (-s.score, s.id))
+    return out

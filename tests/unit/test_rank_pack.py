@@ -1,0 +1,179 @@
+"""Rerank, dedupe and pack."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minionsd.retrieval.pack import dedupe, pack, render_item
+from minionsd.retrieval.rank import Scored, mentioned_paths, rank
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def rec(rid: str, bm25: float = -10.0, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": rid, "type": "semantic", "scope": "global", "trust": "external",
+        "title": "", "body": f"body of {rid}", "source": f"notes/archive/{rid}.md",
+        "paths": [], "importance": 0.0, "confidence": 0.0, "pinned": False,
+        "created_at": "2020-01-01T00:00:00.000Z", "bm25": bm25,
+    } | fields
+
+
+def order(candidates: list[dict[str, Any]], **kw: Any) -> list[str]:
+    args = {"task_files": [], "project": "alpha", "agent": "dallas", "now": NOW} | kw
+    return [s.id for s in rank(candidates, **args)]
+
+
+def test_lexical_order_and_id_ties() -> None:
+    assert order([rec("M-b", -5), rec("M-a", -9), rec("M-c", -5)]) == ["M-a", "M-b", "M-c"]
+    assert order([rec("M-2"), rec("M-1"), rec("M-3")]) == ["M-1", "M-2", "M-3"]
+    assert order([]) == []
+
+
+def test_lexical_part_is_share_of_best() -> None:
+    scored = rank([rec("M-1", -8), rec("M-2", -2)], task_files=[], project=None, agent=None,
+                  now=NOW)
+    parts = {s.id: dict(s.parts) for s in scored}
+    assert parts["M-1"]["lexical"] == 1.0
+    assert parts["M-2"]["lexical"] == pytest.approx(0.25)
+
+
+def test_scope_boost_agent_over_project_over_global() -> None:
+    cands = [rec("M-1", scope="global"), rec("M-2", scope="project:alpha"),
+             rec("M-3", scope="agent:dallas"), rec("M-4", scope="project:beta")]
+    assert order(cands) == ["M-3", "M-2", "M-1", "M-4"]
+    assert order(cands, project=None, agent=None) == ["M-1", "M-2", "M-3", "M-4"]
+
+
+def test_trust_boost_order() -> None:
+    cands = [rec(f"M-{t}", trust=t) for t in ("external", "agent", "system", "human")]
+    assert order(cands) == ["M-human", "M-system", "M-agent", "M-external"]
+
+
+def test_path_boost_exact_suffix_and_basename() -> None:
+    files = ["src/auth/token.py", "./lib/util.ts"]
+    cands = [
+        rec("M-none", paths=["docs/readme.md"]),
+        rec("M-name", paths=["other/token.py"]),
+        rec("M-exact", paths=["src/auth/token.py"]),
+        rec("M-suffix", paths=["auth/token.py"]),
+        rec("M-body", body="The bug is in lib/util.ts, line 40."),
+    ]
+    scored = {s.id: dict(s.parts)["path"] for s in rank(
+        cands, task_files=files, project=None, agent=None, now=NOW)}
+    assert scored == {"M-exact": 0.2, "M-suffix": 0.2, "M-body": 0.2, "M-name": 0.1,
+                      "M-none": 0.0}
+
+
+def test_recency_importance_confidence_pinned() -> None:
+    base = rec("M-old")
+    assert order([base, rec("M-new", created_at="2026-05-31T00:00:00.000Z")])[0] == "M-new"
+    assert order([base, rec("M-imp", importance=1.0)])[0] == "M-imp"
+    assert order([base, rec("M-conf", confidence=0.9)])[0] == "M-conf"
+    assert order([base, rec("M-pin", pinned=True)])[0] == "M-pin"
+    parts = dict(rank([rec("M-x", created_at="2026-04-02T00:00:00.000Z")], task_files=[],
+                      project=None, agent=None, now=NOW)[0].parts)
+    assert parts["recency"] == pytest.approx(0.08 * 0.5)  # 60 days old: one half-life
+
+
+def test_boosts_cannot_beat_a_much_stronger_lexical_match() -> None:
+    strong = rec("M-strong", -20.0)
+    weak = rec("M-weak", -5.0, scope="agent:dallas", trust="human", paths=["src/a.py"],
+               importance=1.0, confidence=1.0, pinned=True, created_at="2026-06-01T00:00:00Z",
+               matched_terms=5)
+    assert order([weak, strong | {"matched_terms": 5}], task_files=["src/a.py"]) == [
+        "M-strong", "M-weak",
+    ]
+
+
+def test_bad_values_are_tolerated() -> None:
+    cands = [rec("M-1", bm25=None, created_at="not a date", importance="high",
+                 confidence=float("nan"), paths="src/a.py", trust=None, scope=None, body=None),
+             rec("M-2", created_at="2026-07-01T00:00:00")]  # future and naive
+    assert sorted(order(cands)) == ["M-1", "M-2"]
+
+
+def test_deterministic() -> None:
+    cands = [rec(f"M-{i}", -float(i % 5), matched_terms=i % 3) for i in range(30)]
+    first = rank(cands, task_files=["x.py"], project="p", agent="a", now=NOW)
+    again = rank(list(reversed(cands)), task_files=["x.py"], project="p", agent="a", now=NOW)
+    assert [(s.id, s.score) for s in first] == [(s.id, s.score) for s in again]
+
+
+def test_mentioned_paths() -> None:
+    text = "See src/auth/token.py and token.py, not e.g. v1.2.3 or https://x.io/a/b.html."
+    assert mentioned_paths(text) == ["src/auth/token.py", "token.py"]
+    assert mentioned_paths("(a.py) [lib/x_y.test.ts]: ./b/c.md") == [
+        "a.py", "lib/x_y.test.ts", "b/c.md",
+    ]
+
+
+def S(rid: str, score: float, body: str, **fields: Any) -> Scored:
+    return Scored(score, rec(rid, body=body, **fields))
+
+
+def test_dedupe_exact_and_near() -> None:
+    long_body = " ".join(f"word{i}" for i in range(60))
+    items = [
+        S("M-1", 0.5, "Retry the  Upload\n"),
+        S("M-2", 0.9, "retry the upload"),  # same after case and whitespace folding
+        S("M-3", 0.7, long_body),
+        S("M-4", 0.8, long_body + " extra"),  # near duplicate of M-3
+        S("M-5", 0.1, "something else entirely"),
+    ]
+    assert [s.id for s in dedupe(items)] == ["M-2", "M-4", "M-5"]
+
+
+def test_dedupe_keeps_different_short_bodies() -> None:
+    items = [S("M-1", 1, "use retries"), S("M-2", 1, "use timeouts"), S("M-3", 1, "")]
+    assert [s.id for s in dedupe(items)] == ["M-1", "M-2", "M-3"]
+
+
+def test_render_item() -> None:
+    text = render_item(rec("M-7", title="Token\nrefresh", body="\nLine one\nLine two\n\n",
+                           scope="project:minions", trust="human",
+                           created_at="2026-01-02T03:04:05.000Z"))
+    assert text == (
+        "[id=M-7 | type=semantic | scope=project:minions | trust=human | date=2026-01-02 | "
+        "source=notes/archive/M-7.md]\nTitle: Token refresh\nLine one\nLine two"
+    )
+    bare = render_item({"id": "M-8", "body": "x"})
+    assert bare.startswith("[id=M-8 | type=unknown | scope=unknown | trust=unknown | "
+                           "date=unknown | source=unknown]")
+
+
+def test_pack_respects_top_k_and_bytes_and_skips_big_items() -> None:
+    items = [
+        S("M-1", 5, "a" * 100),
+        S("M-2", 4, "b" * 5000),  # does not fit next to M-1 in 1,000 bytes
+        S("M-3", 3, "c" * 100),
+        S("M-4", 2, "d" * 100),
+        S("M-5", 1, "e" * 100),
+    ]
+    text, chosen = pack(items, top_k=3, max_bytes=1000)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-4"]
+    assert len(text.encode()) <= 1000
+    assert len(text.encode()) == sum(n for _, n in chosen) + 2 * (len(chosen) - 1)
+    assert text.split("\n\n")[0] == render_item(items[0].record)
+    assert pack(items, top_k=0, max_bytes=1000) == ("", [])
+    assert pack([], top_k=8, max_bytes=8192) == ("", [])
+    assert pack(items, top_k=8, max_bytes=10) == ("", [])
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 10), st.text(max_size=300)), max_size=20),
+    st.integers(0, 10),
+    st.integers(0, 3000),
+)
+def test_pack_invariants(entries: list[tuple[float, str]], top_k: int, max_bytes: int) -> None:
+    items = [S(f"M-{i}", score, body) for i, (score, body) in enumerate(entries)]
+    text, chosen = pack(dedupe(items), top_k=top_k, max_bytes=max_bytes)
+    assert len(chosen) <= top_k
+    assert len(text.encode("utf-8")) <= max_bytes
+    sizes = sum(n for _, n in chosen) + 2 * max(0, len(chosen) - 1)
+    assert len(text.encode("utf-8")) == sizes
