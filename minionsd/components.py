@@ -7,11 +7,12 @@ from typing import Any
 from minionsd.app import App
 from minionsd.backup import BackupSurface
 from minionsd.consolidate.service import ConsolidationService
+from minionsd.recall import RecallSurface
 from minionsd.schedule import Scheduler
 from minionsd.surfaces import KnowledgeSurface
 from minionsd.watch import InboxWatcher
 
 
 def build(app: App) -> list[Any]:
-    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app), BackupSurface(app),
-            Scheduler(app)]
+    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app),
+            RecallSurface(app), BackupSurface(app), Scheduler(app)]
