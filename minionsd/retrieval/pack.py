@@ -17,6 +17,8 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,28 +45,28 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1))
 
 
-def _similar(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
-    # Jaccard >= t needs the smaller set to be at least t times the larger: a cheap early out.
-    small, large = sorted((len(a), len(b)))
-    if small < NEAR_DUPLICATE * large:
-        return False
-    return len(a & b) >= NEAR_DUPLICATE * len(a | b)
-
-
 def dedupe(scored: list[Scored]) -> list[Scored]:
     """Best-scored first (ties by id), without exact or near duplicate bodies."""
     kept: list[Scored] = []
     seen_bodies: set[str] = set()
-    kept_shingles: list[frozenset[tuple[str, ...]]] = []
+    # Kept shingle sets sorted by size. Jaccard >= t needs the smaller set to have at least t
+    # times the shingles of the larger, so only bodies of similar size are compared.
+    by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
     for item in sorted(scored, key=lambda s: (-s.score, s.id)):
         body = _normalised_body(item.record)
         if body in seen_bodies:
             continue
         shingles = _shingles(body)
-        if any(_similar(shingles, other) for other in kept_shingles):
+        n = len(shingles)
+        low = bisect.bisect_left(by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
+        high = bisect.bisect_right(by_size, (math.floor(n / NEAR_DUPLICATE), len(scored)))
+        if any(
+            len(shingles & other) >= NEAR_DUPLICATE * len(shingles | other)
+            for _size, _order, other in by_size[low:high]
+        ):
             continue
         seen_bodies.add(body)
-        kept_shingles.append(shingles)
+        bisect.insort(by_size, (n, len(kept), shingles))
         kept.append(item)
     return kept
 

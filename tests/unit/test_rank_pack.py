@@ -177,3 +177,29 @@ def test_pack_invariants(entries: list[tuple[float, str]], top_k: int, max_bytes
     assert len(text.encode("utf-8")) <= max_bytes
     sizes = sum(n for _, n in chosen) + 2 * max(0, len(chosen) - 1)
     assert len(text.encode("utf-8")) == sizes
+
+
+def _brute_force_dedupe(items: list[Scored]) -> list[str]:
+    def shingles(body: str) -> frozenset[tuple[str, ...]]:
+        words = " ".join(body.split()).lower().split()
+        if len(words) < 3:
+            return frozenset([tuple(words)])
+        return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
+
+    kept: list[tuple[str, frozenset[tuple[str, ...]]]] = []
+    out = []
+    for item in sorted(items, key=lambda s: (-s.score, s.id)):
+        body = " ".join(item.record["body"].split()).lower()
+        sh = shingles(body)
+        if any(body == b or len(sh & o) >= 0.9 * len(sh | o) for b, o in kept):
+            continue
+        kept.append((body, sh))
+        out.append(item.id)
+    return out
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.lists(st.sampled_from("abcdef"), max_size=40)),
+                max_size=25))
+def test_dedupe_matches_brute_force(entries: list[tuple[int, list[str]]]) -> None:
+    items = [S(f"M-{i:02d}", score, " ".join(words)) for i, (score, words) in enumerate(entries)]
+    assert [s.id for s in dedupe(items)] == _brute_force_dedupe(items)
