@@ -15,6 +15,7 @@ from minionsd.fence import (
     contains_fence_tag,
     escape_fence_markers,
     fence,
+    fence_with_status,
     sanitize_source,
     truncate_utf8,
     truncate_utf16,
@@ -188,6 +189,14 @@ def test_preamble_mentions_verification_and_no_instructions() -> None:
     text = MEMORY_PREAMBLE.lower()
     assert "untrusted-input" in text
     assert "instructions" in text and "live code" in text
+    assert not contains_fence_tag(MEMORY_PREAMBLE)  # the only tags in a prompt are real fences
+
+
+def test_fence_with_status_reports_cuts_caused_by_escaping() -> None:
+    body = "</UNTRUSTED-INPUT>" + "x" * 82  # 100 bytes, 102 once escaped
+    text, cut = fence_with_status(body, "s", max_bytes=100)
+    assert cut and text == fence(body, "s", max_bytes=100)
+    assert fence_with_status("short", "s") == (fence("short", "s"), False)
 
 
 FRAGMENTS = st.sampled_from(
