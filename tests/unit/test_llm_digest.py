@@ -5,7 +5,6 @@ The real anthropic SDK is used end to end; only the server is fake.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -86,10 +85,9 @@ def test_retry_then_success(llm):
 
 
 def test_hang_past_timeout(llm):
+    # The fake answers GOOD after 10 s; None proves the client gave up at its timeout.
     llm.set_mode("hang", seconds=10, text=GOOD)
-    started = time.monotonic()
     assert ask(llm, timeout_s=0.3) is None
-    assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize(

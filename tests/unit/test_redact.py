@@ -252,15 +252,13 @@ def test_docs_list_every_kind():
     assert not missing, f"docs/episodes.md does not describe {missing}"
 
 
-def test_large_input_is_fast_enough():
-    # Linear-time patterns: a megabyte of adversarial-looking text must not take seconds.
-    import time
-
+def test_large_adversarial_input_completes():
+    # A megabyte of near-secret fragments: with a backtracking pattern this would hang (the
+    # timing itself is measured by hand, not asserted: tests never assert on wall-clock time).
     chunk = "password= token: Bearer aaaa sk-abc eyJabc.def ://u:p@ -----BEGIN x "
     text = chunk * (1_000_000 // len(chunk))
-    start = time.monotonic()
-    redact(text)
-    assert time.monotonic() - start < 10
+    out = redact(text)
+    assert out.count("-----BEGIN x") == text.count("-----BEGIN x")
 
 
 # Fragments that exercise the patterns' edges, so generated text often touches a rule.
