@@ -45,3 +45,16 @@ class App:
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)
+
+
+class Surface:
+    """A component that only adds RPC methods: nothing to start or stop."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None

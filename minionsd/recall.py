@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from minionsd import prompt, records, telemetry
-from minionsd.app import App
+from minionsd.app import App, Surface
 from minionsd.clock import iso
 from minionsd.consolidate.identity import has_notebook
 from minionsd.episodes import build_episode
@@ -140,16 +140,7 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
             "sections": [s.to_wire() for s in sections], "retrieval": retrieval}
 
 
-class RecallSurface:
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
+class RecallSurface(Surface):
     def _capture(self, params: dict[str, Any]) -> dict[str, Any]:
         decision = build_episode(params, capture_enabled=self.app.config[
             "engine.memory_episodic_capture"])

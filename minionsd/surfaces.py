@@ -5,20 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from minionsd import knowledge, pinned
-from minionsd.app import App
+from minionsd.app import Surface
 from minionsd.threads import run_in_daemon_thread
 
 
-class KnowledgeSurface:
-    def __init__(self, app: App) -> None:
-        self.app = app
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
+class KnowledgeSurface(Surface):
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
         path, text, fields = knowledge.prepare_entry(self.app.home, params, now)
