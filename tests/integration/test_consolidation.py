@@ -250,3 +250,31 @@ def test_notes_md_is_bounded_without_loss(make_daemon, short_home):
     total = notes_md.count("minions:batch=") + history.count("minions:batch=")
     assert total == 6
     assert "Point 5" in notes_md  # the newest digest always stays
+
+
+def test_sigterm_during_llm_call_abandons_safely(make_daemon, short_home, fake_anthropic):
+    import threading
+
+    home = home_with(short_home, "auto_consolidate_memory = false\n")
+    with open(home / "config.toml", "a") as handle:
+        handle.write(f'[llm]\nbase_url = "{fake_anthropic.url}"\ntimeout_s = 60\n'
+                     "max_retries = 0\n")
+    fake_anthropic.set_mode("hang", seconds=120)
+    daemon = make_daemon(env={"ANTHROPIC_API_KEY": "k"})
+    drop(home / "notes" / "inbox", "slow-note.md", note("Slow", "waiting on the model"),
+         age_s=5)
+    def run_batch() -> None:
+        try:
+            daemon.call("consolidation.run", force=True)
+        except (RpcError, OSError):
+            pass  # the daemon shuts down under the call
+
+    caller = threading.Thread(target=run_batch)
+    caller.start()
+    wait_for(lambda: fake_anthropic.requests, what="the LLM request")
+    assert daemon.stop(timeout=15) == 0  # exit 0 while the model still hangs
+    caller.join(5)
+    again = make_daemon()  # no key now: the redo takes the regex path
+    wait_for(lambda: len(archived(home)) == 1, what="abandoned batch redone")
+    assert again.call("memory.search", query="waiting model")["total"] == 1
+    assert again.call("status")["consolidation"]["batches"] == 1
