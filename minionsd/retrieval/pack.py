@@ -26,23 +26,23 @@ from typing import Any
 from minionsd.retrieval.rank import Scored
 
 NEAR_DUPLICATE = 0.9
-SHINGLE = 3
+SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
 ITEM_SEPARATOR = "\n\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
-_WS_RE = re.compile(r"\s+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _normalised_body(record: Mapping[str, Any]) -> str:
     body = record.get("body")
-    return _WS_RE.sub(" ", body).strip().lower() if isinstance(body, str) else ""
+    return " ".join(body.split()).lower() if isinstance(body, str) else ""
 
 
-def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+def _shingles(text: str) -> frozenset[str]:
+    # Joined into strings: a str caches its hash, a tuple recomputes it on every set operation.
     words = text.split()
     if len(words) < SHINGLE:
-        return frozenset([tuple(words)])
-    return frozenset(tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1))
+        return frozenset([" ".join(words)])
+    return frozenset(map(" ".join, zip(words, words[1:], words[2:], strict=False)))
 
 
 def dedupe(scored: list[Scored]) -> list[Scored]:
@@ -51,7 +51,7 @@ def dedupe(scored: list[Scored]) -> list[Scored]:
     seen_bodies: set[str] = set()
     # Kept shingle sets sorted by size. Jaccard >= t needs the smaller set to have at least t
     # times the shingles of the larger, so only bodies of similar size are compared.
-    by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
+    by_size: list[tuple[int, int, frozenset[str]]] = []
     for item in sorted(scored, key=lambda s: (-s.score, s.id)):
         body = _normalised_body(item.record)
         if body in seen_bodies:
@@ -61,8 +61,9 @@ def dedupe(scored: list[Scored]) -> list[Scored]:
         low = bisect.bisect_left(by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
         high = bisect.bisect_right(by_size, (math.floor(n / NEAR_DUPLICATE), len(scored)))
         if any(
-            len(shingles & other) >= NEAR_DUPLICATE * len(shingles | other)
-            for _size, _order, other in by_size[low:high]
+            # Jaccard = shared / (n + size - shared)
+            (shared := len(shingles & other)) >= NEAR_DUPLICATE * (n + size - shared)
+            for size, _order, other in by_size[low:high]
         ):
             continue
         seen_bodies.add(body)

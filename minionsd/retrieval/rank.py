@@ -10,8 +10,8 @@ its inputs (no clock reads, no randomness): the same candidates, task files, pro
     coverage   = 0.08 * matched_terms / most_matched    0..0.08 (0 when matched_terms is absent)
     scope      = agent 0.10, project 0.06, global 0
     trust      = human 0.08, system 0.06, agent 0.02, external 0
-    path       = 0.20 if a record path (or a path named in its body) is a task file, else
-                 0.10 if one has the same file name as a task file, else 0
+    path       = 0.20 if a record path (or a path written in its body) is a task file, else
+                 0.10 if one only has the same file name as a task file, else 0
     recency    = 0.08 * 0.5 ** (age_days / 60)           halves every 60 days; future dates = 0 days
     importance = 0.06 * importance                       importance and confidence clamped to 0..1
     confidence = 0.04 * confidence
@@ -46,11 +46,8 @@ W_CONFIDENCE = 0.04
 W_PINNED = 0.06
 
 _BODY_SCAN_CHARS = 65536
-# A file path or name as people write it in notes: optional directories, a name, and an
-# extension that starts with a letter (so "1.2.3" is not a path). URLs are not matched.
-_PATH_RE = re.compile(
-    r"(?<![\w/.\-])((?:[\w.\-]+/)*[\w\-][\w.\-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/])"
-)
+# The path-like word around a place where a task file's name occurs in a body.
+_PATH_AROUND_RE = re.compile(r"([\w./\-]*\w)")
 
 
 @dataclass(frozen=True)
@@ -66,22 +63,15 @@ class Scored:
         return str(self.record.get("id", ""))
 
 
-def mentioned_paths(text: str) -> list[str]:
-    """File paths and names written in `text` (first 64 KiB), in order, normalised."""
-    found = (normalise_path(m.group(1)) for m in _PATH_RE.finditer(text[:_BODY_SCAN_CHARS]))
-    # Four characters at least: "e.g" is an abbreviation, "a.py" a file.
-    return list(dict.fromkeys(p for p in found if len(posixpath.basename(p)) >= 4))
-
-
 def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
     if not task_files:
         return 0.0
     paths = record.get("paths")
     listed = paths if isinstance(paths, list) else []
-    own = [normalise_path(p) for p in listed if isinstance(p, str)]
+    own = [p for p in (normalise_path(p) for p in listed if isinstance(p, str)) if p]
     body = record.get("body")
-    own += mentioned_paths(body) if isinstance(body, str) else []
-    own = [p for p in own if p]
+    if isinstance(body, str):
+        own += _paths_naming(body[:_BODY_SCAN_CHARS], task_files)
     best = 0.0
     for mine in own:
         for theirs in task_files:
@@ -90,6 +80,27 @@ def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
             if posixpath.basename(mine).lower() == posixpath.basename(theirs).lower():
                 best = W_PATH_NAME
     return best
+
+
+def _paths_naming(body: str, task_files: Sequence[str]) -> list[str]:
+    """Paths written in `body` whose file name is a task file's name (a substring search per
+    task file, much cheaper than finding every path in every body)."""
+    lowered = body.lower()
+    found = []
+    for name in {posixpath.basename(f).lower() for f in task_files}:
+        start = lowered.find(name)
+        while start != -1:
+            match = _PATH_AROUND_RE.match(body, _path_start(body, start))
+            if match:
+                found.append(normalise_path(match.group(1)))
+            start = lowered.find(name, start + len(name))
+    return [p for p in found if p]
+
+
+def _path_start(text: str, index: int) -> int:
+    while index > 0 and (text[index - 1].isalnum() or text[index - 1] in "_./-"):
+        index -= 1
+    return index
 
 
 def _is_path_suffix(short: str, long: str) -> bool:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minionsd.retrieval.pack import dedupe, pack, render_item
-from minionsd.retrieval.rank import Scored, mentioned_paths, rank
+from minionsd.retrieval.rank import Scored, rank
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -105,12 +105,19 @@ def test_deterministic() -> None:
     assert [(s.id, s.score) for s in first] == [(s.id, s.score) for s in again]
 
 
-def test_mentioned_paths() -> None:
-    text = "See src/auth/token.py and token.py, not e.g. v1.2.3 or https://x.io/a/b.html."
-    assert mentioned_paths(text) == ["src/auth/token.py", "token.py"]
-    assert mentioned_paths("(a.py) [lib/x_y.test.ts]: ./b/c.md") == [
-        "a.py", "lib/x_y.test.ts", "b/c.md",
-    ]
+def test_path_written_in_body() -> None:
+    files = ["src/auth/token.py"]
+    cases = {
+        "M-1": "Fixed in src/auth/token.py.",
+        "M-2": "see (auth/token.py) for details",
+        "M-3": "token.py is generated",
+        "M-4": "mytoken.py and xsrc/auth/token.pyc are different files",
+        "M-5": "nothing here",
+    }
+    cands = [rec(rid, body=body) for rid, body in cases.items()]
+    got = {s.id: dict(s.parts)["path"] for s in rank(cands, task_files=files, project=None,
+                                                     agent=None, now=NOW)}
+    assert got == {"M-1": 0.2, "M-2": 0.2, "M-3": 0.1, "M-4": 0.0, "M-5": 0.0}
 
 
 def S(rid: str, score: float, body: str, **fields: Any) -> Scored:
