@@ -13,9 +13,10 @@ scores most of the table (a third of a second at 100k notes). Here the FTS5 work
 
 1. **Document frequencies.** One statement counts each term's matching rows, stopping at
    ``RARE_BUDGET + 1``: a rare term's df is exact, a common term costs no more than the cap.
-   For a term that reaches the cap the df is estimated from the newest ``SAMPLE_ROWS`` rows,
-   and that estimate is cached per database for a few minutes (a common word stays common;
-   rare terms are never cached, so a record that was just added is found at once).
+   For a term that reaches the cap the df is estimated from the newest ``SAMPLE_ROWS`` rows.
+   Non-zero dfs are cached per database for a few minutes (a df that has grown since only
+   shifts an idf a little); a zero is never cached, so a term that just appeared in a new
+   record is searched at once.
 2. **Pool.** The rarest terms whose hits add up to at most ``RARE_BUDGET`` select candidates
    from every row. Up to ``WIDE_TERMS`` further terms that occur in at most ``COMMON_SHARE`` of
    the rows select candidates too, but only from the newest rows when their hits would not fit
@@ -234,8 +235,8 @@ def index_stats(conn: sqlite3.Connection) -> IndexStats:
 
 
 class _DfCache:
-    """Estimated dfs of common terms per database. Rare terms are never cached: counting them
-    is cheap, and a stale "absent" would hide a record that was just added."""
+    """Document frequencies per database and term, for a few minutes or until the table's row
+    count moves by 5%."""
 
     _MAX_ENTRIES = 50_000
 
@@ -281,7 +282,11 @@ def _database_key(conn: sqlite3.Connection) -> str:
 def document_frequencies(
     conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats
 ) -> dict[str, int]:
-    """df of each term: exact up to RARE_BUDGET, above it estimated (and cached)."""
+    """df of each term: exact up to RARE_BUDGET, above it estimated.
+
+    Non-zero results are cached; a zero never is, so a term that just appeared in a new record
+    is searched at once. A cached df that has grown since only shifts the term's idf a little.
+    """
     db = _database_key(conn)
     now = time.monotonic()
     cap = RARE_BUDGET + 1
@@ -307,6 +312,8 @@ def document_frequencies(
         dfs[term] = count
         if count >= cap:
             common.append(term)
+        elif count:
+            _DF_CACHE.put(db, term, count, stats.rows, now)
     if common:
         low = max(0, stats.max_rowid - SAMPLE_ROWS)
         window = cur.execute(
@@ -441,7 +448,8 @@ def _pool(
               ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size"""
     cur = _cursor(conn)
     found: dict[int, tuple[Any, ...]] = {}
-    for prefilter in (2 * size, -1):  # LIMIT -1 is no limit
+    # Most rows pass the filters, so the best 1.5 * size usually hold `size` that do.
+    for prefilter in (size * 3 // 2 + 8, -1):  # LIMIT -1 is no limit
         query = params | {"prefilter": prefilter, "size": size}
         found = {row[0]: row[1:] for row in cur.execute(sql, query)}
         if len(found) >= size:

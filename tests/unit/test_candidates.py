@@ -280,6 +280,8 @@ def test_new_record_found_at_once(conn: sqlite3.Connection) -> None:
     assert search(conn, ["zanzibar"]) == []
     add(conn, "M-2", "zanzibar deploy notes")
     assert ids(search(conn, ["zanzibar"])) == ["M-2"]
+    add(conn, "M-3", "zanzibar again")  # the term's df (1) is cached now; it still searches
+    assert sorted(ids(search(conn, ["zanzibar"]))) == ["M-2", "M-3"]
 
 
 def test_ties_break_by_id(conn: sqlite3.Connection) -> None:
