@@ -96,17 +96,16 @@ class _Stemmer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.cache: dict[bytes, str | None] = {}
+        # The reverse map lets a pool's relevant words be found with set operations.
         self.words_by_stem: dict[str, set[bytes]] = defaultdict(set)
         self._conn: sqlite3.Connection | None = None
 
-    def fill(self, words: Iterable[bytes]) -> dict[bytes, str | None]:
-        """Make sure every word is in :attr:`cache`; returns the cache."""
-        cache = self.cache
-        missing = set(words).difference(cache)
-        if missing:
-            with self._lock:
-                self._add(missing)
-        return cache
+    def lookup(self, words: Iterable[bytes]) -> dict[bytes, str | None]:
+        """word -> stem for each of `words`."""
+        wanted = set(words)
+        with self._lock:  # uncontended almost always; it keeps a cache reset from racing
+            self._add(wanted.difference(self.cache))
+            return {w: self.cache[w] for w in wanted}
 
     def matching(self, words: set[bytes], wanted: Iterable[str]) -> dict[bytes, str]:
         """The words (of `words`) whose stem is one of `wanted`, with that stem."""
@@ -167,8 +166,8 @@ _STEMMER = _Stemmer()
 def stems(words: Iterable[str]) -> dict[str, str | None]:
     """FTS5 porter stems of `words` (None for a word that is not exactly one token)."""
     keyed = {w: w.lower().encode("utf-8", errors="replace") for w in words}
-    cache = _STEMMER.fill(keyed.values())
-    return {w: cache[k] for w, k in keyed.items()}
+    found = _STEMMER.lookup(keyed.values())
+    return {w: found[k] for w, k in keyed.items()}
 
 
 def _tokens(text: str) -> list[bytes]:

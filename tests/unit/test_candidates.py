@@ -15,6 +15,7 @@ import random
 import sqlite3
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -388,6 +389,36 @@ def test_common_terms_alone_still_find_something(
     found = search(conn, ["test", "cache", "retry"], limit=10)
     assert len(found) == 10
     assert all(r["matched_terms"] >= 1 for r in found)
+
+
+def test_concurrent_searches_agree(
+    labelled: tuple[sqlite3.Connection, Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn, corpus = labelled
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    tasks = _tasks(corpus, 12, seed=9)
+    expected = [ids(search(conn, task_terms(t))) for t in tasks]
+    monkeypatch.setattr(candidates._Stemmer, "_MAX_CACHE", 300)  # force cache resets
+    results: dict[int, list[str]] = {}
+    errors: list[BaseException] = []
+
+    def worker(offset: int) -> None:
+        own = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            for i in range(offset, len(tasks), 3):
+                results[i] = ids(search(own, task_terms(tasks[i])))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    assert [results[i] for i in range(len(tasks))] == expected
 
 
 def test_index_stats_match_the_table(labelled: tuple[sqlite3.Connection, Corpus]) -> None:
