@@ -268,6 +268,19 @@ def test_record_shape(conn: sqlite3.Connection) -> None:
     assert rec["matched_terms"] == 2  # "retry" meets "retries" through the porter stem
 
 
+def test_works_on_a_read_only_row_factory_connection(
+    conn: sqlite3.Connection, tmp_path: Path
+) -> None:
+    add(conn, "M-1", "graphql schema stitching")
+    ro = sqlite3.connect(f"file:{tmp_path / 'state.db'}?mode=ro", uri=True)
+    ro.row_factory = sqlite3.Row
+    try:
+        (rec,) = search(ro, ["graphql"])
+        assert rec["id"] == "M-1" and isinstance(rec, dict)
+    finally:
+        ro.close()
+
+
 def test_nothing_to_find(conn: sqlite3.Connection) -> None:
     assert search(conn, ["anything"]) == []
     add(conn, "M-1", "some body")
