@@ -177,7 +177,8 @@ def index_aux_text(
     """
     paths = [str(p)[:_AUX_MAX_ITEM_CHARS] for p in list(paths)[:_AUX_MAX_PATHS]]
     tags = [str(t)[:_AUX_MAX_ITEM_CHARS] for t in list(tags)[:_AUX_MAX_TAGS]]
-    sources = [*paths, *tags, title, body]
+    texts = [t if isinstance(t, str) else "" for t in (title, body)]
+    sources = [*paths, *tags, *texts]
     # Tokens FTS5 already gets from title, body and the verbatim paths and tags.
     plain = {t.lower() for s in sources for t in _TOKEN_RE.findall(unicodedata.normalize("NFC", s))}
     extra: dict[str, None] = {}
