@@ -64,20 +64,21 @@ class Scored:
 
 
 def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
+    """W_PATH_EXACT / W_PATH_NAME / 0; `task_files` are normalised and lower-case."""
     if not task_files:
         return 0.0
     paths = record.get("paths")
     listed = paths if isinstance(paths, list) else []
-    own = [p for p in (normalise_path(p) for p in listed if isinstance(p, str)) if p]
+    own = [p for p in (normalise_path(p).lower() for p in listed if isinstance(p, str)) if p]
     body = record.get("body")
     if isinstance(body, str):
-        own += _paths_naming(body[:_BODY_SCAN_CHARS], task_files)
+        own += _paths_naming(body[:_BODY_SCAN_CHARS].lower(), task_files)
     best = 0.0
     for mine in own:
         for theirs in task_files:
             if mine == theirs or _is_path_suffix(mine, theirs) or _is_path_suffix(theirs, mine):
                 return W_PATH_EXACT
-            if posixpath.basename(mine).lower() == posixpath.basename(theirs).lower():
+            if posixpath.basename(mine) == posixpath.basename(theirs):
                 best = W_PATH_NAME
     return best
 
@@ -85,15 +86,14 @@ def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
 def _paths_naming(body: str, task_files: Sequence[str]) -> list[str]:
     """Paths written in `body` whose file name is a task file's name (a substring search per
     task file, much cheaper than finding every path in every body)."""
-    lowered = body.lower()
     found = []
-    for name in {posixpath.basename(f).lower() for f in task_files}:
-        start = lowered.find(name)
+    for name in {posixpath.basename(f) for f in task_files} - {""}:
+        start = body.find(name)
         while start != -1:
             match = _PATH_AROUND_RE.match(body, _path_start(body, start))
             if match:
                 found.append(normalise_path(match.group(1)))
-            start = lowered.find(name, start + len(name))
+            start = body.find(name, start + len(name))
     return [p for p in found if p]
 
 
@@ -152,7 +152,8 @@ def rank(
     now: datetime,
 ) -> list[Scored]:
     """Score and order the candidates, best first (ties by id ascending)."""
-    files = [p for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p]
+    # Paths compare case-insensitively: "Src/Auth.py" in a note means src/auth.py.
+    files = [p.lower() for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p]
     best = min((_bm25(c) for c in candidates), default=0.0)
     matched = [c.get("matched_terms") for c in candidates]
     most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)

@@ -210,3 +210,18 @@ def _brute_force_dedupe(items: list[Scored]) -> list[str]:
 def test_dedupe_matches_brute_force(entries: list[tuple[int, list[str]]]) -> None:
     items = [S(f"M-{i:02d}", score, " ".join(words)) for i, (score, words) in enumerate(entries)]
     assert [s.id for s in dedupe(items)] == _brute_force_dedupe(items)
+
+
+@given(
+    st.lists(st.text(max_size=30), max_size=4),
+    st.lists(st.tuples(st.text(max_size=200), st.lists(st.text(max_size=20), max_size=3)),
+             max_size=6),
+)
+def test_rank_accepts_any_paths_and_bodies(
+    files: list[str], rows: list[tuple[str, list[str]]]
+) -> None:
+    cands = [rec(f"M-{i}", -float(i + 1), body=body, paths=paths)
+             for i, (body, paths) in enumerate(rows)]
+    scored = rank(cands, task_files=files + ["/", "İİİİ/x.py"], project=None, agent=None, now=NOW)
+    assert sorted(s.id for s in scored) == sorted(c["id"] for c in cands)
+    assert all(0 <= dict(s.parts)["path"] <= 0.2 for s in scored)
