@@ -12,6 +12,7 @@ its inputs (no clock reads, no randomness): the same candidates, task files, pro
     trust      = human 0.08, system 0.06, agent 0.02, external 0
     path       = 0.20 if a record path (or a path written in its body) is a task file, else
                  0.10 if one only has the same file name as a task file, else 0
+                 (paths compare case-insensitively; "auth/x.py" is "src/auth/x.py")
     recency    = 0.08 * 0.5 ** (age_days / 60)           halves every 60 days; future dates = 0 days
     importance = 0.06 * importance                       importance and confidence clamped to 0..1
     confidence = 0.04 * confidence
