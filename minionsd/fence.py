@@ -155,7 +155,11 @@ def _decoded_chars(text: str, start: int) -> Iterator[tuple[str, int, int]]:
 
 def _decode_at(window: list[tuple[str, int, int]]) -> tuple[str, int]:
     """Decode an entity or escape at the start of `window`; returns (text, items consumed)."""
-    s = "".join(item[0] for item in window)
+    return _decode_str("".join(item[0] for item in window))
+
+
+def _decode_str(s: str) -> tuple[str, int]:
+    """Decode an entity or escape at the start of `s`; returns (text, characters consumed)."""
     m = _ESCAPED_LT_RE.match(s)
     if m:
         return "<", m.end()
@@ -171,21 +175,110 @@ def _decode_at(window: list[tuple[str, int, int]]) -> tuple[str, int]:
     return html.entities.html5[body[:length]], 1 + length
 
 
+def _reader_first(text: str) -> str:
+    """The first character a reader sees in `text` (stage 3 of the view), or ''."""
+    for ch in text:
+        for out in ch.casefold():
+            if not _is_invisible(out):
+                return _reader_char(out)
+    return ""
+
+
+# After a bracket, in plain ASCII (where the reader's view is the text itself): the longest
+# start of "/untrusted-input" that is there. Group 1 is set only when all of it is.
+_TAG_REST_RE = re.compile(
+    r"\s*(?:/\s*)?(?:u(?:n(?:t(?:r(?:u(?:s(?:t(?:e(?:d(?:[\s\-_.]*"
+    r"(?:i(?:n(?:p(?:u(?:(t))?)?)?)?)?)?)?)?)?)?)?)?)?)?)?",
+    re.IGNORECASE,
+)
+# Characters whose view is themselves: ASCII text and whitespace, except the starts of escapes.
+_NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x1c-\x24\x27-\x5b\x5d-\x7e]")
+# ASCII characters that are not invisible to the reader (control characters other than
+# whitespace are), so the view of such text is the text itself.
+_NOT_ASCII_VISIBLE_RE = re.compile(r"[^\t\n\x0b\x0c\r\x1c-\x7e]")
+_PLAIN_LOOKAHEAD = 64
+
+
+def _no_tag_can_start(text: str, start: int) -> bool:
+    """A shortcut for plain ASCII around `start`; True only when the exact check
+    (:func:`_fence_tag_at`) would find no tag there either.
+
+    It keeps text full of '<' or '&' (HTML, code) from paying for the character-by-character
+    check at every one of them.
+    """
+    ch = text[start]
+    if ch in "&%\\":
+        window = text[start : start + 2 * _ENTITY_LOOKAHEAD]
+        if _NOT_ASCII_VISIBLE_RE.search(window):
+            return False
+        # The same windows and steps as _decoded_chars, on characters that need no NFKC.
+        decoded, used = _decode_str(window[:_ENTITY_LOOKAHEAD])
+        if not used:
+            return True  # the character stands for itself, and it is not a bracket
+        for _ in range(4):
+            if decoded != "&":
+                break
+            more, used_more = _decode_str("&" + window[used : used + _ENTITY_LOOKAHEAD - 1])
+            if used_more <= 1:
+                break
+            used += used_more - 1
+            decoded = more
+        first = _reader_first(decoded)
+        if first != "<":
+            return first != ""
+        if _reader_first(decoded[1:]) or len(decoded) > 1:
+            return False  # an entity for several characters: leave it to the exact check
+        after = start + used
+    elif ch in _OPEN_LOOKALIKES:
+        after = start + 1
+    else:
+        return False  # a compatibility form of '&', '%' or a backslash
+    nxt = text[after : after + 1]
+    if not nxt:
+        return True
+    view = _single_char_view(nxt)
+    if view is not None and view not in ("u", "/") and not view.isspace():
+        return True  # "<div", "<<", "<=", "<é": nothing that can continue a tag
+    limit = min(len(text), after + _PLAIN_LOOKAHEAD)
+    stop = _NOT_PLAIN_RE.search(text, after, limit)
+    if stop:
+        limit = stop.start()
+    m = _TAG_REST_RE.match(text, after, limit)
+    assert m is not None  # every part of the pattern is optional
+    if m.group(1):
+        return False  # a tag: the exact check finds it and reports its span
+    # Stopped by a character that cannot continue a tag, or by the end of the text.
+    return m.end() < limit or (stop is None and limit == len(text))
+
+
+def _reader_char(ch: str) -> str:
+    """Stage 3 for one already-visible character: the ASCII character it imitates, if any."""
+    if ch in _OPEN_LOOKALIKES:
+        return "<"
+    if ch in _SLASH_LOOKALIKES:
+        return "/"
+    if ch in _DASH_LOOKALIKES:
+        return "-"
+    return _LETTER_LOOKALIKES.get(ch, ch)
+
+
 def _reader_chars(text: str, start: int) -> Iterator[tuple[str, int, int]]:
     """Stage 3: case folded, look-alikes mapped to the ASCII character they imitate."""
     for ch, s, e in _decoded_chars(text, start):
         for out in ch.casefold():
-            if _is_invisible(out):
-                continue  # casefold can add combining marks ("\u0130" -> "i\u0307")
-            if out in _OPEN_LOOKALIKES:
-                out = "<"
-            elif out in _SLASH_LOOKALIKES:
-                out = "/"
-            elif out in _DASH_LOOKALIKES:
-                out = "-"
-            else:
-                out = _LETTER_LOOKALIKES.get(out, out)
-            yield out, s, e
+            if not _is_invisible(out):  # casefold can add combining marks ("\u0130")
+                yield _reader_char(out), s, e
+
+
+def _single_char_view(ch: str) -> str | None:
+    """What a reader sees of `ch` alone, when that does not depend on its neighbours."""
+    norm = ch if ch.isascii() else unicodedata.normalize("NFKC", ch)
+    if len(norm) != 1 or norm in "&%\\" or _is_invisible(norm):
+        return None  # may start an escape, or vanish and let the next character count
+    for out in norm.casefold():
+        if not _is_invisible(out):
+            return _reader_char(out)
+    return None
 
 
 def _fence_tag_at(text: str, start: int) -> tuple[int, int] | None:
@@ -217,7 +310,7 @@ def _fence_tag_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     last_end = 0
     for m in _START_RE.finditer(text):
-        if m.start() < last_end:
+        if m.start() < last_end or _no_tag_can_start(text, m.start()):
             continue
         span = _fence_tag_at(text, m.start())
         if span is not None:
@@ -310,16 +403,19 @@ def fence_with_status(
     body: str, source: str, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> tuple[str, bool]:
     """:func:`fence`, and whether the body had to be cut (escaping can make it longer)."""
-    escaped = escape_fence_markers(scrub_surrogates(body))
+    # Escaping only lengthens text, so nothing past max_bytes of the raw body can survive;
+    # cutting first also bounds the work on a huge body.
+    raw, raw_cut = truncate_utf8(body, max_bytes)
+    escaped = escape_fence_markers(raw)
     content, cut = truncate_utf8(escaped, max_bytes)
-    if cut:
+    if cut or raw_cut:
         notice = truncation_notice(len(body.encode("utf-8", errors="replace")), max_bytes)
         room = max_bytes - len(notice.encode("utf-8"))
         kept = truncate_utf8(escaped, room)[0] if room > 0 else ""
         # The notice is ASCII; with an absurdly small limit it is cut too, never the limit.
         content = truncate_utf8(kept + notice, max_bytes)[0]
     text = f'<{FENCE_NAME} source="{sanitize_source(source)}">\n{content}\n</{FENCE_NAME}>'
-    return text, cut
+    return text, cut or raw_cut
 
 
 def fence(body: str, source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:

@@ -279,3 +279,27 @@ def test_lone_surrogates_become_replacement_characters() -> None:
     cut, _ = truncate_utf8("a\ud800b", 10)
     assert cut == "a\ufffdb"
     assert "\ufffd" in fence("x\udfffy", "s")
+
+
+@settings(max_examples=400)
+@given(BODIES)
+@example("</div> &amp;lt;/untrusted-input> <<x &ltuntrusted_input % \\u003c/UNTRUSTED-INPUT")
+def test_shortcut_agrees_with_the_exact_check(body: str) -> None:
+    from minionsd import fence as module
+
+    exact = [
+        module._fence_tag_at(body, m.start()) for m in module._START_RE.finditer(body)
+    ]
+    for m, found in zip(module._START_RE.finditer(body), exact, strict=True):
+        if module._no_tag_can_start(body, m.start()):
+            assert found is None, (body, m.start())
+
+
+def test_huge_adversarial_bodies_stay_cheap() -> None:
+    import time
+
+    for body in ("<" * 200_000, "&" * 200_000, "\uff1c" * 200_000, "</UNTRUSTED-INPUT>" * 20_000):
+        started = time.process_time()
+        out = fence(body, "s", max_bytes=8192)
+        assert time.process_time() - started < 2.0
+        assert len(_tags(out)) == 2
