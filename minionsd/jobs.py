@@ -18,7 +18,8 @@ from typing import Any
 
 import structlog
 
-from minionsd import knowledge, llm, records
+from minionsd import ftsquery, knowledge, llm, records
+from minionsd.retrieval import candidates
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import notebooks
@@ -396,14 +397,29 @@ def _bound_archive(app: App) -> int:
 
 # --- reindex ---------------------------------------------------------------------------------
 
+def _refresh_aux(conn: Any) -> int:
+    """Recompute search_aux (identifier parts etc.) where the indexing rules have changed."""
+    changed = []
+    for row in conn.execute("SELECT seq, title, body, paths, tags, search_aux "
+                            "FROM memory_records"):
+        aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
+                                      json.loads(row["tags"]))
+        if aux != row["search_aux"]:
+            changed.append((aux, row["seq"]))
+    conn.executemany("UPDATE memory_records SET search_aux = ? WHERE seq = ?", changed)
+    return len(changed)
+
+
 def reindex(app: App, now: datetime) -> Report:
-    """Rebuild the FTS index from memory_records, then re-import knowledge files."""
+    """Refresh search_aux, rebuild the FTS index from memory_records, re-import KB files."""
 
-    def rebuild(conn: Any) -> int:
+    def rebuild(conn: Any) -> tuple[int, int]:
+        refreshed = _refresh_aux(conn)
         conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
-        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0], refreshed
 
-    count = app.db.write_blocking(rebuild)
+    count, refreshed = app.db.write_blocking(rebuild)
+    candidates.clear_caches()
 
     def check(conn: Any) -> bool:
         conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
@@ -411,7 +427,7 @@ def reindex(app: App, now: datetime) -> Report:
 
     integrity = app.db.write_blocking(check)
     sweep = kb_sweep(app, now)
-    return {"records_indexed": count, "integrity_ok": integrity,
+    return {"records_indexed": count, "aux_refreshed": refreshed, "integrity_ok": integrity,
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minionsd.consolidate import notebooks, notesfile
-from minionsd.fence import fence, truncate_utf16
+from minionsd.fence import fence_with_status, truncate_utf16
 
 HEADINGS = {
     "pinned": "Pinned Context (CRITICAL — READ FIRST)",
@@ -47,8 +47,7 @@ def utf8_len(text: str) -> int:
 
 
 def _section(name: str, source: str, body: str, capped: bool, fence_max: int) -> Section:
-    fenced = fence(body, source, fence_max)
-    fence_cut = utf8_len(body) > fence_max
+    fenced, fence_cut = fence_with_status(body, source, fence_max)
     return Section(name, source, f"## {HEADINGS[name]}\n\n{fenced}", capped or fence_cut)
 
 
