@@ -19,13 +19,13 @@ from typing import Any
 import structlog
 
 from minionsd import ftsquery, knowledge, llm, records
-from minionsd.retrieval import candidates
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import notebooks
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
+from minionsd.retrieval import candidates
 
 log = structlog.get_logger()
 
