@@ -17,13 +17,17 @@ harmless: a redo would choose a new KB or archive path and write a second copy b
 one the files already hold. The journal only moves forward (batches are added, fields are
 filled in, open becomes done), so comparing the snapshot's journal with the live one after
 the files are copied tells whether a decision was made in between; if one was, the attempt
-is thrown away and made again. Copying files first would be worse: a snapshot taken after a
-batch finished would mark notes done whose inbox copies the files still hold, and they would
-be consolidated a second time.
+is thrown away and made again, once the batch in progress has finished. Copying files first
+would be worse: a snapshot taken after a batch finished would mark notes done whose inbox
+copies the files still hold, and they would be consolidated a second time.
 
 Outside consolidation, a file newer than the snapshot is repaired by the daemon's own jobs:
 a knowledge entry whose record is missing is imported by the KB sweep, and an inbox note
 without its submission row is simply a note to consolidate.
+
+When the consolidation component offers the `pause_consolidation` hook (an async context
+manager that waits for a running batch to end and starts no other until it exits), the backup
+runs inside it and the first attempt always stands; the comparison stays as the guard.
 
 notes.md and notes/archive/notes-history.md are copied together under the notes.md lock,
 because bounding moves sections from one to the other under that lock; copied apart, a
@@ -33,12 +37,14 @@ section could be in neither copy or in both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
 import sqlite3
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +68,10 @@ FORMAT = 1
 DB_REL = Path("engine") / "state.db"
 # The Markdown side of a home, in the order it is copied; engine/ contributes only state.db.
 TREE = ("config.toml", "pinned.md", "notes.md", "notes", "knowledge")
-MAX_ATTEMPTS = 5
+MAX_ATTEMPTS = 10
+# Before a retry, wait (at most this long in all) for the batch that spoiled the last attempt.
+IDLE_WAIT_S = 60.0
+IDLE_POLL_S = 0.05
 # filelock's permanent lock files, and fileio's temp files (`.<name>.tmp.<pid>`,
 # `.<name>.new.<pid>`) that a crash or an in-flight write can leave behind.
 _SKIPPED_NAME = re.compile(r"^\..+\.(lock|tmp\.\d+|new\.\d+)$")
@@ -78,17 +87,21 @@ def _skipped(name: str) -> bool:
 def _copy_file(source: Path, target: Path) -> int:
     """Copy one regular file with its mode and times, fsynced; -1 if it vanished meanwhile."""
     try:
-        with open(source, "rb") as src:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-                dst.flush()
-                os.fsync(dst.fileno())
-                size = dst.tell()
+        src_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return -1
-    # Times matter: the inbox orders batches by mtime and waits for files to settle.
-    shutil.copystat(source, target, follow_symlinks=False)
+    with os.fdopen(src_fd, "rb") as src:
+        # Mode and times from the open file, so a rename (archiving) meanwhile cannot break
+        # the copy. Times matter: the inbox orders notes by mtime and waits for them to settle.
+        info = os.fstat(src.fileno())
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fchmod(dst.fileno(), stat.S_IMODE(info.st_mode))
+            os.fsync(dst.fileno())
+            size = dst.tell()
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
     return size
 
 
@@ -119,7 +132,8 @@ class _Copier:
                 names = []
             for name in names:
                 self.copy(source / name, target / name)
-            shutil.copystat(source, target, follow_symlinks=False)
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copystat(source, target, follow_symlinks=False)
             fsync_dir(target)
         elif stat.S_ISREG(info.st_mode):
             size = _copy_file(source, target)
@@ -249,8 +263,11 @@ def create_backup(app: App, target: Path) -> dict[str, Any]:
     target = check_target(home, str(target))
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    idle_deadline = time.monotonic() + IDLE_WAIT_S
     try:
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            if attempt > 1:
+                _wait_for_idle(app, idle_deadline)
             _empty_dir(target)
             _snapshot_db(home.db, target / DB_REL)
             conn = _open_plain(target / DB_REL)
@@ -280,6 +297,13 @@ def create_backup(app: App, target: Path) -> dict[str, Any]:
         raise
     log.info("backup.done", **result, attempts=attempt)
     return result
+
+
+def _wait_for_idle(app: App, deadline: float) -> None:
+    """Until no batch is open (or the deadline): between batches the inbox must refill and
+    settle, which usually leaves the next attempt a quiet window."""
+    while app.db.read_blocking(journal.open_batch_ids) and time.monotonic() < deadline:
+        time.sleep(IDLE_POLL_S)
 
 
 def _write_manifest(target: Path, manifest: dict[str, Any]) -> None:
@@ -323,7 +347,8 @@ class BackupSurface:
 
         async def backup_create(path: Any) -> dict[str, Any]:
             target = check_target(app.home, path)
-            async with self._lock:
+            pause = app.hooks.get("pause_consolidation")
+            async with self._lock, (pause() if pause else contextlib.nullcontext()):
                 try:
                     return await run_in_daemon_thread(create_backup, app, target,
                                                       name="backup")
@@ -337,12 +362,14 @@ class BackupSurface:
 
 def _lock_home(home: Home) -> PidFile:
     """Take the daemon's own pid lock, so no daemon runs on the home while it is replaced."""
-    home.root.parent.mkdir(parents=True, exist_ok=True)
-    home.root.mkdir(exist_ok=True, mode=0o700)
-    home.engine.mkdir(exist_ok=True, mode=0o700)
     guard = PidFile(home.pidfile)
     try:
+        home.root.parent.mkdir(parents=True, exist_ok=True)
+        home.root.mkdir(exist_ok=True, mode=0o700)
+        home.engine.mkdir(exist_ok=True, mode=0o700)
         guard.acquire()
+    except OSError as exc:
+        raise StorageError(f"cannot prepare {home.root} for a restore: {exc}") from exc
     except InvalidState:
         try:
             pid = home.pidfile.read_text(encoding="ascii", errors="replace").strip()

@@ -3,6 +3,8 @@ real socket, and minionsctl's restore command in a subprocess."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -211,7 +213,9 @@ def test_restore_rejects_incomplete_and_corrupt_backups(short_home, tmp_path):
 # --- the retry when consolidation records a step during the copy -----------------------------
 
 @pytest.fixture
-def offline_app(short_home):
+def offline_app(short_home, monkeypatch):
+    # The batches these tests journal never finish; don't wait long for them between attempts.
+    monkeypatch.setattr(backup, "IDLE_WAIT_S", 0.3)
     home = Home(short_home)
     home.ensure()
     db = Database(home.db)
@@ -305,3 +309,21 @@ def test_restore_refuses_a_stale_fts_index(offline_app, short_home):
     with pytest.raises(StorageError, match="not a sound"):
         backup.restore(target, fresh)
     assert not (fresh / "engine" / "state.db").exists()
+
+
+def test_backup_runs_inside_the_consolidation_pause_hook(offline_app, short_home):
+    app = offline_app
+    target = short_home.parent / "backup"
+    events = []
+
+    @contextlib.asynccontextmanager
+    async def pause():
+        events.append(("paused", target.exists()))
+        yield
+        events.append(("resumed", (target / "minionsd-backup.json").is_file()))
+
+    app.hooks["pause_consolidation"] = pause
+    create = backup.BackupSurface(app).methods()["backup.create"]
+    result = asyncio.run(create(str(target)))
+    assert result["path"] == str(target)
+    assert events == [("paused", False), ("resumed", True)]
