@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
@@ -38,6 +39,7 @@ class ConsolidationService:
         app.hooks["poke_inbox"] = self.poke
         app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
         app.hooks["scan_inbox"] = self.scan_report
+        app.hooks["pause_consolidation"] = self.paused
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -73,6 +75,13 @@ class ConsolidationService:
             result = await run_in_daemon_thread(self.pipeline.run, force, name="consolidation")
         self.poke()
         return result.to_wire()
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Wait for a running batch to end and start no other until the block exits."""
+        async with self._lock:
+            yield
+        self.poke()
 
     def poke(self) -> None:
         """Something may have changed in the inbox: check the threshold soon."""
