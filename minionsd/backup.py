@@ -122,7 +122,10 @@ class _Copier:
             return  # moved or deleted since its directory was listed
         if stat.S_ISLNK(info.st_mode):
             # Kept as a link, never followed: its target may lie outside the home.
-            os.symlink(os.readlink(source), target)
+            try:
+                os.symlink(os.readlink(source), target)
+            except FileNotFoundError:
+                return
             self.files += 1
         elif stat.S_ISDIR(info.st_mode):
             target.mkdir(mode=0o700)
@@ -153,21 +156,14 @@ def _copy_tree(source_root: Path, target_root: Path, *, notes_lock: bool) -> _Co
             continue
         copier.copy(source_root / name, target_root / name)
     paired = _Copier()
-    if notes_lock:
-        with lock_for(notes):
-            _copy_notes_pair(paired, notes, history, target_root)
-    else:
-        _copy_notes_pair(paired, notes, history, target_root)
+    with lock_for(notes) if notes_lock else contextlib.nullcontext():
+        paired.copy(notes, target_root / "notes.md")
+        if (target_root / "notes" / "archive").is_dir():
+            paired.copy(history, target_root / "notes" / "archive" / history.name)
     copier.files += paired.files
     copier.bytes += paired.bytes
     fsync_dir(target_root)
     return copier
-
-
-def _copy_notes_pair(copier: _Copier, notes: Path, history: Path, target_root: Path) -> None:
-    copier.copy(notes, target_root / "notes.md")
-    if history.exists() and (target_root / "notes" / "archive").is_dir():
-        copier.copy(history, target_root / "notes" / "archive" / history.name)
 
 
 # --- the database ----------------------------------------------------------------------------

@@ -233,6 +233,7 @@ def _journal_a_batch(app: App, n: int) -> None:
 def test_backup_retries_when_the_journal_moves(offline_app, short_home, monkeypatch):
     app = offline_app
     (app.home.root / "notes.md").write_text("# Team Notes\n")
+    app.home.notes_history.write_text("# older sections\n")
     reads = []
     real_read = app.db.read_blocking
 
@@ -249,6 +250,8 @@ def test_backup_retries_when_the_journal_moves(offline_app, short_home, monkeypa
     backup.create_backup(app, target)
     manifest = json.loads((target / "minionsd-backup.json").read_text())
     assert manifest["attempts"] == 2
+    assert (target / "notes.md").read_text() == "# Team Notes\n"
+    assert (target / "notes" / "archive" / "notes-history.md").read_text() == "# older sections\n"
     with sqlite3.connect(target / "engine" / "state.db") as conn:
         assert conn.execute("SELECT count(*) FROM batches").fetchone()[0] == 1
 
