@@ -84,19 +84,27 @@ class Pipeline:
 
     # --- selecting a batch -------------------------------------------------------------------
 
-    def eligible(self) -> list[InboxNote]:
+    def _scan(self) -> tuple[list[InboxNote], set[str]]:
         cfg = self.app.config
         held = self.app.db.read_blocking(_held_and_busy)
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=held,
                                 configured_agents=cfg.agents)
+        return notes, held
+
+    def eligible(self) -> list[InboxNote]:
+        notes, held = self._scan()
         return [n for n in notes if n.settled and not n.held and n.name not in held]
 
-    def has_work(self) -> bool:
-        """An interrupted batch to finish, or enough eligible notes for a new one."""
+    def work_state(self) -> str:
+        """"work": a batch should run now; "wait": notes are still settling; else "idle"."""
         if self.app.db.read_blocking(journal.open_batch_ids):
-            return True
-        return len(self.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]
+            return "work"
+        notes, held = self._scan()
+        ready = [n for n in notes if n.settled and not n.held and n.name not in held]
+        if len(ready) >= self.app.config["engine.inbox_consolidate_threshold"]:
+            return "work"
+        return "wait" if any(not n.settled for n in notes) else "idle"
 
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""

@@ -33,6 +33,7 @@ class ConsolidationService:
         self.pipeline = Pipeline(app, self.inbox)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
+        self._dirty = False
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         app.hooks["submit_note"] = self.submit_sync
@@ -87,6 +88,7 @@ class ConsolidationService:
         """Something may have changed in the inbox: check the threshold soon."""
         if self._stopping:
             return
+        self._dirty = True
         if self._trigger_task is None or self._trigger_task.done():
             self._trigger_task = asyncio.get_running_loop().create_task(self._auto())
 
@@ -109,24 +111,30 @@ class ConsolidationService:
         return sum(1 for p in quarantine.iterdir() if not p.name.endswith(".reason.txt"))
 
     async def _auto(self) -> None:
-        cfg = self.app.config
-        if not cfg["engine.auto_consolidate_memory"]:
-            return
-        # Let a burst of arriving files settle before counting them.
-        await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
+        """Run batches while the threshold is met; look again whenever the inbox moved.
+
+        A poke that arrives while this task sleeps or scans only marks the inbox dirty, so
+        the loop takes one more look instead of missing a note that completed the threshold;
+        notes still settling are waited for rather than left to the next rescan.
+        """
         while not self._stopping:
-            if not await run_in_daemon_thread(self.pipeline.has_work, name="inbox-scan"):
+            self._dirty = False
+            cfg = self.app.config
+            if not cfg["engine.auto_consolidate_memory"]:
                 return
-            try:
-                async with self._lock:
-                    result = await run_in_daemon_thread(self.pipeline.run, False,
-                                                        name="consolidation")
-            except Abandoned:
-                return
-            except Exception:
-                log.exception("consolidation.failed")
-                return
-            if result.mode == "nothing":
+            await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
+            state = await run_in_daemon_thread(self.pipeline.work_state, name="inbox-scan")
+            if state == "work":
+                try:
+                    async with self._lock:
+                        await run_in_daemon_thread(self.pipeline.run, False,
+                                                   name="consolidation")
+                except Abandoned:
+                    return
+                except Exception:
+                    log.exception("consolidation.failed")
+                    return
+            elif state == "idle" and not self._dirty:
                 return
 
     # --- status -------------------------------------------------------------------------------

@@ -278,3 +278,16 @@ def test_sigterm_during_llm_call_abandons_safely(make_daemon, short_home, fake_a
     wait_for(lambda: len(archived(home)) == 1, what="abandoned batch redone")
     assert again.call("memory.search", query="waiting model")["total"] == 1
     assert again.call("status")["consolidation"]["batches"] == 1
+
+
+def test_burst_of_notes_is_not_left_for_the_rescan(make_daemon, short_home):
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text(
+        "[engine]\ninbox_settle_ms = 500\nrescan_interval_s = 3600\n")
+    make_daemon()
+    inbox = short_home / "notes" / "inbox"
+    for i in range(5):  # each lands while the previous check is still waiting to settle
+        drop(inbox, f"burst-{i}.md", note(f"Burst {i}", f"burst body {i}"))
+        time.sleep(0.1)
+    # With the hour-long rescan the batch can only come from the watcher's own re-check.
+    wait_for(lambda: len(archived(short_home)) == 5, timeout=20, what="burst batch")
