@@ -190,3 +190,35 @@ def index_aux_text(
             break
     words = list(extra)[:_AUX_MAX_EXTRA_TERMS]
     return "\n".join(part for part in (" ".join(paths), " ".join(tags), " ".join(words)) if part)
+
+
+_MAX_PHRASE_TOKENS = 16
+
+
+def search_expression(text: str, max_terms: int = 32) -> str | None:
+    """The MATCH expression for a free-text `memory.search` query (OR of its terms).
+
+    A plain word is one term. An identifier or path (`ERR_CONN_RESET`,
+    `src/auth/token_refresh.py`) is searched whole: as a phrase of its tokens in order, plus
+    its glued form from the indexed aux column, but not as its separate parts, which are
+    common words that would match most of the table and bury the hit. Stop words are
+    dropped unless nothing else remains. Never raises; None when nothing is searchable.
+    """
+    text = normalise_phrases(text)
+    wanted: dict[str, None] = {}
+    fallback: dict[str, None] = {}
+    for word in unicodedata.normalize("NFC", text).split():
+        tokens = [t.lower() for t in _TOKEN_RE.findall(word)][:_MAX_PHRASE_TOKENS]
+        if len(tokens) == 1:
+            if len(tokens[0]) <= MAX_TERM_CHARS:
+                term = quote_term(tokens[0])
+                (wanted if is_useful_term(tokens[0]) else fallback).setdefault(term)
+            continue
+        if tokens:
+            wanted.setdefault(quote_term(" ".join(tokens)))
+        for compound in _COMPOUND_RE.finditer(word):
+            parts = _TOKEN_RE.findall(compound.group(0))
+            if 1 < len(parts) <= _MAX_JOINED_PARTS:
+                wanted.setdefault(quote_term("".join(parts).lower()))
+    chosen = list(wanted or fallback)[:max_terms]
+    return " OR ".join(chosen) or None

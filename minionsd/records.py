@@ -43,7 +43,7 @@ EFFECTIVE_STATUS = (
 
 def new_id(now: datetime) -> str:
     """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
-    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(3)}"
+    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
 
 
 # --- validation -------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
         raise InvalidParams("'status' must be a list of statuses", param="status")
     for status in statuses:
         check_choice(status, "status", STATUSES)
-    expression = ftsquery.match_expression(ftsquery.search_terms(query))
+    expression = ftsquery.search_expression(query)
     if expression is None:
         return {"records": [], "total": 0}
     where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
@@ -247,22 +247,48 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             where.append(f"r.{column} = :{column}")
     condition = " AND ".join(where)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    rows = conn.execute(
-        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
-                   bm25(memory_fts, {weights}) AS rank,
-                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+    # Rank first on the narrow join, then build rows and snippets for the page only: the
+    # snippet and the wide row are the expensive part when thousands of records match.
+    ranked = conn.execute(
+        f"""SELECT r.seq AS seq, memory_fts.rank AS rank
             FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND {condition}
-            ORDER BY rank, r.id LIMIT :limit""",
+            WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
+              AND {condition}
+            ORDER BY memory_fts.rank, r.id LIMIT :limit""",
         binds,
     ).fetchall()
-    total = conn.execute(
+    order = {row["seq"]: (row["rank"], i) for i, row in enumerate(ranked)}
+    seqs = ", ".join(str(int(seq)) for seq in order)
+    rows = conn.execute(
+        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
+        binds,
+    ).fetchall() if order else []
+    rows = sorted(rows, key=lambda row: order[row["seq"]][1])
+    only_active = statuses == ["active"] and len(where) == 1
+    total = _count_active(conn, binds) if only_active else conn.execute(
         f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expr AND {condition}""",
         binds,
     ).fetchone()[0]
-    records = [to_wire(row) | {"snippet": row["snippet"], "rank": row["rank"]} for row in rows]
+    records = [to_wire(row) | {"snippet": row["snippet"], "rank": order[row["seq"]][0]}
+               for row in rows]
     return {"records": records, "total": total}
+
+
+def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
+    """Matches among active records: every match, minus the (few) inactive ones."""
+    matches = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :expr",
+                           binds).fetchone()[0]
+    inactive = conn.execute(
+        f"""SELECT count(*) FROM memory_records r INDEXED BY memory_records_maybe_inactive
+            WHERE (r.status != 'active' OR r.expires_at IS NOT NULL)
+              AND {EFFECTIVE_STATUS} != 'active'
+              AND r.seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH :expr)""",
+        binds).fetchone()[0]
+    return matches - inactive
 
 
 def _placeholders(values: Sequence[str]) -> str:

@@ -175,3 +175,26 @@ def _shared_conn() -> sqlite3.Connection:
         )
         _CONN.execute("INSERT INTO t VALUES ('retry', 'cache timeout', 'x')")
     return _CONN
+
+
+@settings(max_examples=300)
+@given(TEXTS)
+@example("")
+@example("src/auth/token_refresh.py ERR_CONN_RESET TokenRefresher NEAR( a OR (b")
+def test_any_text_gives_valid_search_expression(text: str) -> None:
+    from minionsd.ftsquery import search_expression
+
+    expr = search_expression(text)
+    if expr is not None:
+        assert expr.count(" OR ") < 32
+        _shared_conn().execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchone()
+
+
+def test_search_expression_keeps_identifiers_whole() -> None:
+    from minionsd.ftsquery import search_expression
+
+    assert search_expression("ERR_CONN_RESET") == '"err conn reset" OR "errconnreset"'
+    assert search_expression("src/auth/token_refresh.py") == \
+        '"src auth token refresh py" OR "tokenrefresh"'
+    assert search_expression("the") == '"the"'  # only stop words: search them anyway
+    assert search_expression("  ") is None
