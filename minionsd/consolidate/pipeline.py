@@ -227,7 +227,10 @@ class Pipeline:
             if rel is None or not self._is_our_entry(home.root / rel, note):
                 directory = home.rel(home.category_dir(category))
                 name = classify.entry_name(batch.date, note.author, note.name, note.content)
-                rel = classify.unique_path(directory, name, lambda p: (home.root / p).exists())
+                # A name already holding this note's entry is reused, so a redo never writes
+                # a second copy even when the chosen path was not journalled.
+                rel = classify.unique_path(
+                    directory, name, lambda p: not self._is_our_entry(home.root / p, note))
                 self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
             target = home.root / rel
             if target.exists():
@@ -345,7 +348,7 @@ class Pipeline:
             if note.archive_path is None:
                 rel = classify.unique_path(
                     home.rel(home.archive), classify.archive_name(batch.date, note.name),
-                    lambda p: p in taken or (home.root / p).exists())
+                    lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
                 self.app.db.write_blocking(journal.set_note, batch.id, note.name,
                                            archive_path=rel)
                 taken.add(rel)
@@ -391,6 +394,14 @@ class Pipeline:
         self._step("alert")
         writer({"body": body, "author": "engine", "kind": "alert",
                 "title": f"duplicate storm {batch.id}"})
+
+
+def _holds_other(path: Path, content: str) -> bool:
+    """True when `path` exists with something other than this note (a free name is False)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") != content
+    except FileNotFoundError:
+        return False
 
 
 def _held_and_busy(conn: Any) -> set[str]:
