@@ -42,7 +42,7 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
         limit=cfg["engine.memory_retrieval_candidate_limit"])
     ranked = rank_mod.rank(found, task_files=query_mod.task_files(task), project=project,
                            agent=agent, now=now)
-    text, chosen = pack_mod.pack(pack_mod.dedupe(ranked),
+    text, chosen = pack_mod.pack(ranked, distinct=True,
                                  top_k=cfg["engine.memory_retrieval_top_k"],
                                  max_bytes=cfg["engine.memory_retrieval_max_bytes"])
     selected = [{"id": s.record["id"], "type": s.record["type"], "scope": s.record["scope"],

@@ -47,29 +47,39 @@ def _shingles(text: str) -> frozenset[str]:
 
 def dedupe(scored: list[Scored]) -> list[Scored]:
     """Best-scored first (ties by id), without exact or near duplicate bodies."""
-    kept: list[Scored] = []
-    seen_bodies: set[str] = set()
-    # Kept shingle sets sorted by size. Jaccard >= t needs the smaller set to have at least t
-    # times the shingles of the larger, so only bodies of similar size are compared.
-    by_size: list[tuple[int, int, frozenset[str]]] = []
-    for item in sorted(scored, key=lambda s: (-s.score, s.id)):
+    distinct = _Distinct(len(scored))
+    return [item for item in sorted(scored, key=lambda s: (-s.score, s.id))
+            if distinct.admit(item)]
+
+
+class _Distinct:
+    """Remembers admitted bodies; refuses exact and near duplicates of them."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.seen_bodies: set[str] = set()
+        # Admitted shingle sets sorted by size. Jaccard >= t needs the smaller set to have at
+        # least t times the shingles of the larger, so only bodies of similar size are compared.
+        self.by_size: list[tuple[int, int, frozenset[str]]] = []
+
+    def admit(self, item: Scored) -> bool:
         body = _normalised_body(item.record)
-        if body in seen_bodies:
-            continue
+        if body in self.seen_bodies:
+            return False
         shingles = _shingles(body)
         n = len(shingles)
-        low = bisect.bisect_left(by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
-        high = bisect.bisect_right(by_size, (math.floor(n / NEAR_DUPLICATE), len(scored)))
+        low = bisect.bisect_left(self.by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
+        high = bisect.bisect_right(self.by_size, (math.floor(n / NEAR_DUPLICATE),
+                                                  self.capacity))
         if any(
             # Jaccard = shared / (n + size - shared)
             (shared := len(shingles & other)) >= NEAR_DUPLICATE * (n + size - shared)
-            for size, _order, other in by_size[low:high]
+            for size, _order, other in self.by_size[low:high]
         ):
-            continue
-        seen_bodies.add(body)
-        bisect.insort(by_size, (n, len(kept), shingles))
-        kept.append(item)
-    return kept
+            return False
+        self.seen_bodies.add(body)
+        bisect.insort(self.by_size, (n, len(self.seen_bodies), shingles))
+        return True
 
 
 def _one_line(value: Any, default: str = "unknown") -> str:
@@ -108,13 +118,19 @@ def render_item(record: Mapping[str, Any]) -> str:
 
 
 def pack(
-    scored: Iterable[Scored], *, top_k: int, max_bytes: int
+    scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False
 ) -> tuple[str, list[tuple[Scored, int]]]:
-    """The pack text and the chosen items with their rendered UTF-8 sizes, best first."""
+    """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
+
+    With `distinct`, an item is checked against the packed ones for (near) duplicate bodies
+    only once it fits: cheaper than deduping every candidate first, and a smaller copy of a
+    best item too big to fit can still carry its content.
+    """
     chosen: list[tuple[Scored, int]] = []
     parts: list[str] = []
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
+    seen = _Distinct(top_k) if distinct else None
     for item in scored:
         if len(chosen) >= top_k:
             break
@@ -122,6 +138,8 @@ def pack(
         size = len(text.encode("utf-8"))
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
+            continue
+        if seen is not None and not seen.admit(item):
             continue
         chosen.append((item, size))
         parts.append(text)

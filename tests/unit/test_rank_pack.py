@@ -225,3 +225,22 @@ def test_rank_accepts_any_paths_and_bodies(
     scored = rank(cands, task_files=files + ["/", "İİİİ/x.py"], project=None, agent=None, now=NOW)
     assert sorted(s.id for s in scored) == sorted(c["id"] for c in cands)
     assert all(0 <= dict(s.parts)["path"] <= 0.2 for s in scored)
+
+
+def test_pack_distinct_skips_near_duplicates_of_packed_items() -> None:
+    words = " ".join(f"w{i}" for i in range(60))
+    items = [Scored(3.0, rec("M-a", body=words)),
+             Scored(2.0, rec("M-b", body=words + " extra")),  # near duplicate of M-a
+             Scored(1.0, rec("M-c", body="something else entirely"))]
+    _text, chosen = pack(items, top_k=8, max_bytes=100_000, distinct=True)
+    assert [s.id for s, _ in chosen] == ["M-a", "M-c"]
+    _text, chosen = pack(items, top_k=8, max_bytes=100_000)
+    assert [s.id for s, _ in chosen] == ["M-a", "M-b", "M-c"]
+
+
+def test_pack_distinct_keeps_a_small_copy_of_an_item_too_big_to_fit() -> None:
+    words = " ".join(f"w{i}" for i in range(60))
+    items = [Scored(3.0, rec("M-big", body=words + " " + "pad " * 3000)),
+             Scored(2.0, rec("M-small", body=words))]
+    _text, chosen = pack(items, top_k=8, max_bytes=2000, distinct=True)
+    assert [s.id for s, _ in chosen] == ["M-small"]
