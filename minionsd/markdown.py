@@ -42,7 +42,9 @@ def _without_timestamps(resolvers: dict) -> dict:
     }
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (several times faster); the safe
+# constructor and our resolver table apply either way.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 

@@ -9,6 +9,7 @@ This digest has its own six categories; KB categories come from `classify.py`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -123,14 +124,27 @@ def _collect(notes: list[DigestNote]) -> list[tuple[_Insight, str]]:
     return out
 
 
-def _known(fp: str, existing_lower: str) -> bool:
+_ASCII_WORD = re.compile(r"\w+", re.ASCII)
+
+
+def _known(fp: str, existing_lower: str, existing_words: frozenset[str] = frozenset()) -> bool:
     words = [w for w in fp.split(" ") if 4 < len(w) <= 200][:5]
-    return len(words) >= 3 and all(re.search(rf"\b{w}\b", existing_lower, re.ASCII) for w in words)
+    if len(words) < 3:
+        return False
+    # A pure ASCII word matches r"\bword\b" exactly when it is one of the text's \w+ runs,
+    # so a set lookup replaces a regex scan of the whole notes.md per word.
+    return all(w in existing_words if _ASCII_WORD.fullmatch(w)
+               else re.search(rf"\b{re.escape(w)}\b", existing_lower, re.ASCII)
+               for w in words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_set(fp: str) -> frozenset[str]:
+    return frozenset(w for w in fp.split(" ") if len(w) > 2)
 
 
 def _similar(a: str, b: str) -> bool:
-    wa = {w for w in a.split(" ") if len(w) > 2}
-    wb = {w for w in b.split(" ") if len(w) > 2}
+    wa, wb = _word_set(a), _word_set(b)
     if len(wa) < 3 or len(wb) < 3:
         return False
     return len(wa & wb) / max(len(wa), len(wb)) > NEAR_DUPLICATE_RATIO
@@ -143,10 +157,11 @@ def _credit(kept: _Insight, author: str) -> None:
 
 def _dedupe(candidates: list[tuple[_Insight, str]], existing: str) -> list[_Insight]:
     existing_lower = existing.lower()
+    existing_words = frozenset(_ASCII_WORD.findall(existing_lower))
     kept: list[_Insight] = []
     by_fp: dict[str, _Insight] = {}
     for insight, author in candidates:
-        if _known(insight.fingerprint, existing_lower):
+        if _known(insight.fingerprint, existing_lower, existing_words):
             continue
         if insight.fingerprint in by_fp:
             _credit(by_fp[insight.fingerprint], author)
