@@ -69,8 +69,13 @@ class Inbox:
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
 
     def scan(self, *, max_bytes: int, settle_ms: int, held_names: set[str],
-             configured_agents: Iterable[str], wall_now: float | None = None) -> list[InboxNote]:
-        """Every processable note, oldest first (mtime, then name); quarantines bad files."""
+             configured_agents: Iterable[str], wall_now: float | None = None,
+             complete_names: frozenset[str] = frozenset()) -> list[InboxNote]:
+        """Every processable note, oldest first (mtime, then name); quarantines bad files.
+
+        `complete_names` are notes minionsd wrote itself (atomically, via inbox.submit): they
+        cannot be half-written, so they need no settling time.
+        """
         wall_now = time.time() if wall_now is None else wall_now
         agents = list(configured_agents)
         notes = []
@@ -81,7 +86,8 @@ class Inbox:
         for entry in entries:
             if not is_candidate_name(entry.name):
                 continue
-            note = self._examine(entry, max_bytes, settle_ms, held_names, agents, wall_now)
+            settle = 0 if entry.name in complete_names else settle_ms
+            note = self._examine(entry, max_bytes, settle, held_names, agents, wall_now)
             if note is not None:
                 notes.append(note)
         live = {n.name for n in notes}
@@ -178,6 +184,12 @@ class Inbox:
 
 def held_names(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM inbox_holds")}
+
+
+def submitted_names(conn: sqlite3.Connection) -> frozenset[str]:
+    """Names written by inbox.submit (complete on arrival). Old rows are harmless: a later
+    file with the same name is a duplicate that submit refuses to write."""
+    return frozenset(row[0] for row in conn.execute("SELECT name FROM inbox_submissions"))
 
 
 def set_hold(conn: sqlite3.Connection, name: str, held: bool, now: datetime) -> None:

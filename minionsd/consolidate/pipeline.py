@@ -23,6 +23,7 @@ from typing import Any
 
 import structlog
 
+from minionsd import inbox as inbox_mod
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
@@ -86,10 +87,10 @@ class Pipeline:
 
     def _scan(self) -> tuple[list[InboxNote], set[str]]:
         cfg = self.app.config
-        held = self.app.db.read_blocking(_held_and_busy)
+        held, submitted = self.app.db.read_blocking(_held_busy_submitted)
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=held,
-                                configured_agents=cfg.agents)
+                                configured_agents=cfg.agents, complete_names=submitted)
         return notes, held
 
     def eligible(self) -> list[InboxNote]:
@@ -404,10 +405,9 @@ def _holds_other(path: Path, content: str) -> bool:
         return False
 
 
-def _held_and_busy(conn: Any) -> set[str]:
-    from minionsd.inbox import held_names
-
-    return held_names(conn) | journal.names_in_open_batches(conn)
+def _held_busy_submitted(conn: Any) -> tuple[set[str], frozenset[str]]:
+    held = inbox_mod.held_names(conn) | journal.names_in_open_batches(conn)
+    return held, inbox_mod.submitted_names(conn)
 
 
 def _safe_meta(content: str) -> dict[str, Any]:

@@ -162,7 +162,8 @@ class ConsolidationService:
         cfg = self.app.config
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
-                                configured_agents=cfg.agents)
+                                configured_agents=cfg.agents,
+                                complete_names=db.read_blocking(inbox_mod.submitted_names))
         return notes, holds, busy, db.read_blocking(journal.counters)
 
     # --- inbox methods ------------------------------------------------------------------------

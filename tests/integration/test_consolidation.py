@@ -291,3 +291,16 @@ def test_burst_of_notes_is_not_left_for_the_rescan(make_daemon, short_home):
         time.sleep(0.1)
     # With the hour-long rescan the batch can only come from the watcher's own re-check.
     wait_for(lambda: len(archived(short_home)) == 5, timeout=20, what="burst batch")
+
+
+def test_submitted_notes_need_no_settling(make_daemon, short_home):
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text(
+        "[engine]\ninbox_settle_ms = 60000\nauto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    daemon.call("inbox.submit", body="Deploys need the VPN on", author="ops",
+                title="VPN for deploys")
+    drop(short_home / "notes" / "inbox", "dropped-by-hand.md", note("Hand", "still settling"))
+    result = daemon.call("consolidation.run", force=True)
+    assert result["notes"] == 1 and "-ops-vpn-for-deploys-" in result["archived"][0]
+    assert [n["name"] for n in daemon.call("inbox.list")["notes"]] == ["dropped-by-hand.md"]
