@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, knowledge, llm, records
+from minionsd import ftsquery, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import notebooks
@@ -30,6 +30,7 @@ from minionsd.retrieval import candidates
 log = structlog.get_logger()
 
 SWEPT_MAX_AGE = timedelta(days=30)
+TELEMETRY_KEEP = 100_000  # newest retrieval telemetry rows kept by the retention job
 Report = dict[str, Any]
 
 
@@ -318,7 +319,8 @@ def retention(app: App, now: datetime) -> Report:
     return {"notebooks_trimmed": trimmed,
             "summaries": summarised if summarise else "disabled",
             "archive_deleted": _bound_archive(app),
-            "swept_pruned": _prune_swept(app, now)}
+            "swept_pruned": _prune_swept(app, now),
+            "telemetry_pruned": app.db.write_blocking(telemetry.prune, TELEMETRY_KEEP)}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)
