@@ -278,8 +278,7 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
         if record_id is None:
             knowledge.insert_record(conn, rel, text, fields, now)
             return "imported"
-        conn.execute("UPDATE memory_records SET title = ?, body = ?, updated_at = ? "
-                     "WHERE id = ?", (fields["title"], fields["body"], iso(now), record_id))
+        records.update_content(conn, record_id, fields["title"], fields["body"], now)
         knowledge.link_file(conn, rel, digest, record_id, now)
         return "updated"
 

@@ -193,6 +193,18 @@ def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_
     return insert(conn, fields, now, content_hash), True
 
 
+def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: str,
+                   now: datetime) -> None:
+    """New title and body for a record (a hand-edited KB file); search_aux follows them."""
+    row = conn.execute("SELECT paths, tags FROM memory_records WHERE id = ?",
+                       (record_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no record with id {record_id!r}", id=record_id)
+    aux = ftsquery.index_aux_text(title, body, json.loads(row["paths"]), json.loads(row["tags"]))
+    conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?, updated_at = ?
+                    WHERE id = ?""", (title, body, aux, iso(now), record_id))
+
+
 def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[str, Any]:
     if not isinstance(record_id, str) or not record_id:
         raise InvalidParams("'id' must be a non-empty string", param="id")

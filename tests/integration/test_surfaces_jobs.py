@@ -105,17 +105,20 @@ def test_kb_sweep_imports_edits_and_dedupes(clocked):
     report = d.call("maintenance.run", job="kb_sweep")["report"]
     assert report["imported"] == 1
     assert d.call("memory.search", query="structlog")["total"] == 1
-    (folder / "hand-written.md").write_text("# Logging\n\nUse structlog, never f-strings.\n")
+    (folder / "hand-written.md").write_text("# Logging\n\nUse structlog, never f-strings.\n"
+                                            "See LogEmitter.\n")
+    edited = (folder / "hand-written.md").read_text()
     report = d.call("maintenance.run", job="kb_sweep")["report"]
     assert report["updated"] == 1 and report["imported"] == 0
+    assert d.call("memory.search", query="emitter")["total"] == 1  # aux parts follow edits
     assert d.call("memory.search", query="f-strings")["total"] == 1
     assert d.call("memory.search", query="structlog")["total"] == 1
     dup = folder / "copy.md"
-    dup.write_text("# Logging\n\nUse structlog, never f-strings.\n")
+    dup.write_text(edited)
     old = time.time() - 1000
     os.utime(dup, (old, old))
     pinned = folder / "pinned-copy.md"
-    pinned.write_text("---\npinned: true\n---\n# Logging\n\nUse structlog, never f-strings.\n")
+    pinned.write_text("---\npinned: true\n---\n" + edited)
     os.utime(pinned, (old - 10, old - 10))
     report = d.call("maintenance.run", job="kb_sweep")["report"]
     assert [s["path"] for s in report["duplicates_swept"]] == ["knowledge/conventions/copy.md"]
