@@ -399,15 +399,17 @@ def _bound_archive(app: App) -> int:
 # --- reindex ---------------------------------------------------------------------------------
 
 def _refresh_aux(conn: Any) -> int:
-    """Recompute search_aux (identifier parts etc.) where the indexing rules have changed."""
+    """Recompute search_aux and term_counts where the indexing rules have changed."""
     changed = []
-    for row in conn.execute("SELECT seq, title, body, paths, tags, search_aux "
+    for row in conn.execute("SELECT seq, title, body, paths, tags, search_aux, term_counts "
                             "FROM memory_records"):
         aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
                                       json.loads(row["tags"]))
-        if aux != row["search_aux"]:
-            changed.append((aux, row["seq"]))
-    conn.executemany("UPDATE memory_records SET search_aux = ? WHERE seq = ?", changed)
+        counts = candidates.term_counts(row["title"], row["body"], aux)
+        if aux != row["search_aux"] or counts != row["term_counts"]:
+            changed.append((aux, counts, row["seq"]))
+    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
+                     changed)
     return len(changed)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from minionsd import ftsquery
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.retrieval.candidates import term_counts
 
 TYPES = ("semantic", "episodic", "procedural")
 STATUSES = ("active", "superseded", "retracted", "expired")
@@ -171,14 +172,15 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
     conn.execute(
         """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
                author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
-               created_at, updated_at, expires_at, meta, content_hash, search_aux)
+               created_at, updated_at, expires_at, meta, content_hash, search_aux,
+               term_counts)
            VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
                :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
-               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux)""",
+               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux, :counts)""",
         row | {"id": record_id, "paths": json.dumps(row["paths"]),
                "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
                "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux},
+               "aux": aux, "counts": term_counts(row["title"], row["body"], aux)},
     )
     return record_id
 
@@ -201,8 +203,9 @@ def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: s
     if row is None:
         raise NotFound(f"no record with id {record_id!r}", id=record_id)
     aux = ftsquery.index_aux_text(title, body, json.loads(row["paths"]), json.loads(row["tags"]))
-    conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?, updated_at = ?
-                    WHERE id = ?""", (title, body, aux, iso(now), record_id))
+    conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?,
+                        term_counts = ?, updated_at = ? WHERE id = ?""",
+                 (title, body, aux, term_counts(title, body, aux), iso(now), record_id))
 
 
 def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[str, Any]:

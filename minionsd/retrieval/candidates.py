@@ -47,7 +47,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,6 +161,26 @@ class _Stemmer:
 
 
 _STEMMER = _Stemmer()
+
+
+def term_counts(title: str, body: str, aux: str) -> str:
+    """A record's stemmed term counts per column, as stored in memory_records.term_counts.
+
+    JSON `{"n": words in all three columns, "x": whether that count is exact (ASCII text read
+    whole), "c": {stem: [title, body, aux]}}`. Computed once at write time so a retrieval reads
+    it instead of tokenising every candidate's text.
+    """
+    columns = [_tokens(text or "") for text in (title, body, aux)]
+    exact = all(len(t or "") <= TF_MAX_CHARS and (t or "").isascii() for t in (title, body, aux))
+    stemmed = _STEMMER.lookup({w for tokens in columns for w in tokens})
+    counts: dict[str, list[int]] = {}
+    for index, tokens in enumerate(columns):
+        for word, n in Counter(tokens).items():
+            stem = stemmed.get(word)
+            if stem is not None:
+                counts.setdefault(stem, [0, 0, 0])[index] += n
+    return json.dumps({"n": sum(map(len, columns)), "x": exact, "c": counts},
+                      separators=(",", ":"), ensure_ascii=False)
 
 
 def stems(words: Iterable[str]) -> dict[str, str | None]:
@@ -422,7 +442,7 @@ def _pool(
 ) -> dict[int, tuple[Any, ...]]:
     """The `size` retrievable rows that the selecting terms point at most strongly.
 
-    Returns rowid -> (record columns..., search_aux).
+    Returns rowid -> (record columns..., search_aux, term_counts).
 
     Every hit of a selecting term adds that term's idf to its row; rows are taken by that sum,
     then newest first. Summing and ordering happen in SQL, and the retrieval filters are checked
@@ -441,7 +461,8 @@ def _pool(
     sql = f"""WITH hits AS ({' UNION ALL '.join(parts)}),
               ranked AS (SELECT seq, sum(w) AS weight FROM hits GROUP BY seq
                          ORDER BY weight DESC, seq DESC LIMIT :prefilter)
-              SELECT ranked.seq, {', '.join('r.' + c for c in _RECORD_COLUMNS)}, r.search_aux
+              SELECT ranked.seq, {', '.join('r.' + c for c in _RECORD_COLUMNS)}, r.search_aux,
+                     r.term_counts
               FROM ranked JOIN memory_records AS r NOT INDEXED ON r.seq = ranked.seq
               WHERE {where}
               ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size"""
@@ -534,7 +555,13 @@ def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list
     )
     tokenised: list[tuple[int, list[tuple[list[bytes], float]], bool]] = []
     vocabulary: set[bytes] = set()
+    out = []
+    stored_at = len(_RECORD_COLUMNS) + 1
+    weights = [weight for _index, weight in columns]
     for seq, row in rows.items():
+        if len(row) > stored_at and row[stored_at]:
+            out.append(_from_stored(seq, row[0], row[stored_at], stem_terms, weights))
+            continue
         per_column = []
         exact = True
         for index, weight in columns:
@@ -548,7 +575,6 @@ def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list
     # Only words whose stem is a term's stem matter; find them once for the whole pool.
     word_terms = {w: stem_terms[s] for w, s in _STEMMER.matching(vocabulary, stem_terms).items()}
     relevant = frozenset(word_terms)
-    out = []
     for seq, per_column, exact in tokenised:
         freq: dict[str, float] = {}
         length = 0
@@ -560,6 +586,38 @@ def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list
                     freq[term] = freq.get(term, 0.0) + n
         out.append(_Counted(seq, rows[seq][0], freq, length, exact))
     return out
+
+
+_STORED_HEAD = re.compile(r'\{"n":(\d+),"x":(true|false),')
+
+
+def _from_stored(seq: int, record_id: str, stored: str, stem_terms: dict[str, list[str]],
+                 weights: list[float]) -> _Counted:
+    """_Counted from the term counts written with the record (no tokenising).
+
+    Only the query's stems are looked up, by finding `"stem":[` in the JSON text: in that
+    JSON a list only ever follows a key, so this is exact, and much cheaper than decoding a
+    few hundred counts per candidate.
+    """
+    head = _STORED_HEAD.match(stored)
+    if head is None:  # not written by term_counts(): decode it the slow way
+        data = json.loads(stored)
+        length, exact = int(data["n"]), bool(data["x"])
+    else:
+        length, exact = int(head.group(1)), head.group(2) == "true"
+    freq: dict[str, float] = {}
+    for stem, terms in stem_terms.items():
+        key = f'"{stem}":['
+        at = stored.find(key)
+        if at == -1:
+            continue
+        start = at + len(key)
+        per_column = stored[start:stored.index("]", start)].split(",")
+        n = sum(int(c) * w for c, w in zip(per_column, weights, strict=True))
+        if n:
+            for term in terms:
+                freq[term] = n
+    return _Counted(seq, record_id, freq, length, exact)
 
 
 def _bm25(freq: dict[str, float], idf: dict[str, float], length: int, avgdl: float) -> float:

@@ -17,6 +17,7 @@ import statistics
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,12 +30,11 @@ from hypothesis import strategies as st
 from minionsd.fence import fence
 from minionsd.ftsquery import index_aux_text, search_terms
 from minionsd.retrieval import candidates
-from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive, term_counts
 from minionsd.retrieval.pack import dedupe, pack
 from minionsd.retrieval.query import task_files, task_terms
 from minionsd.retrieval.rank import rank
 
-MIGRATION = Path(__file__).resolve().parents[2] / "minionsd/db/migrations/0001_records.sql"
 NOW = "2026-06-01T00:00:00.000Z"
 
 # --- a deterministic corpus of engineering-like notes ------------------------------------------
@@ -144,8 +144,10 @@ class Corpus:
 
 
 def open_db(path: Path) -> sqlite3.Connection:
+    from minionsd.db import migrate
+
     conn = sqlite3.connect(path, isolation_level=None)
-    conn.executescript(MIGRATION.read_text())
+    migrate(conn)
     return conn
 
 
@@ -159,16 +161,23 @@ def add(conn: sqlite3.Connection, rid: str, body: str, **fields: Any) -> None:
     conn.execute(
         """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source, paths,
                tags, importance, confidence, pinned, created_at, updated_at, expires_at, meta,
-               search_aux)
+               search_aux, term_counts)
            VALUES (:id, :type, :scope, :status, :trust, :title, :body, :source, :paths, :tags,
                :importance, :confidence, :pinned, :created_at, :created_at, :expires_at, :meta,
-               :aux)""",
+               :aux, :counts)""",
         row | {
             "id": rid, "body": body, "paths": json.dumps(row["paths"]),
             "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
             "aux": index_aux_text(row["title"], body, row["paths"], row["tags"]),
+            "counts": None,
         },
     )
+    # Half the rows carry the term counts written with the record, half do not (older rows):
+    # every pool then checks that both ways of counting give FTS5's own bm25.
+    if zlib.crc32(rid.encode()) % 2 == 0:
+        aux = index_aux_text(row["title"], body, row["paths"], row["tags"])
+        conn.execute("UPDATE memory_records SET term_counts = ? WHERE id = ?",
+                     (term_counts(row["title"], body, aux), rid))
 
 
 def fill(conn: sqlite3.Connection, corpus: Corpus, seed: int = 8) -> None:
