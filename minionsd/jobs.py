@@ -398,30 +398,50 @@ def _bound_archive(app: App) -> int:
 
 # --- reindex ---------------------------------------------------------------------------------
 
-def _refresh_aux(conn: Any) -> int:
-    """Recompute search_aux and term_counts where the indexing rules have changed."""
-    changed = []
-    for row in conn.execute("SELECT seq, title, body, paths, tags, search_aux, term_counts "
-                            "FROM memory_records"):
-        aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
-                                      json.loads(row["tags"]))
-        counts = candidates.term_counts(row["title"], row["body"], aux)
-        if aux != row["search_aux"] or counts != row["term_counts"]:
-            changed.append((aux, counts, row["seq"]))
+REFRESH_CHUNK = 500
+
+
+def _rows_after(conn: Any, seq: int) -> list[Any]:
+    return conn.execute("SELECT seq, title, body, paths, tags, search_aux, term_counts "
+                        "FROM memory_records WHERE seq > ? ORDER BY seq LIMIT ?",
+                        (seq, REFRESH_CHUNK)).fetchall()
+
+
+def _update_derived(conn: Any, changed: list[tuple[str, str, int]]) -> None:
     conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
                      changed)
-    return len(changed)
+
+
+def _refresh_derived(app: App) -> int:
+    """Recompute search_aux and term_counts where the indexing rules have changed.
+
+    In chunks, computed off the writer, so other writes are never held up for long.
+    """
+    refreshed, last = 0, 0
+    while rows := app.db.read_blocking(_rows_after, last):
+        changed = []
+        for row in rows:
+            aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
+                                          json.loads(row["tags"]))
+            counts = candidates.term_counts(row["title"], row["body"], aux)
+            if aux != row["search_aux"] or counts != row["term_counts"]:
+                changed.append((aux, counts, row["seq"]))
+        if changed:
+            app.db.write_blocking(_update_derived, changed)
+        refreshed += len(changed)
+        last = rows[-1]["seq"]
+    return refreshed
 
 
 def reindex(app: App, now: datetime) -> Report:
-    """Refresh search_aux, rebuild the FTS index from memory_records, re-import KB files."""
+    """Refresh derived columns, rebuild the FTS index from memory_records, re-import KB files."""
+    refreshed = _refresh_derived(app)
 
-    def rebuild(conn: Any) -> tuple[int, int]:
-        refreshed = _refresh_aux(conn)
+    def rebuild(conn: Any) -> int:
         conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
-        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0], refreshed
+        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
 
-    count, refreshed = app.db.write_blocking(rebuild)
+    count = app.db.write_blocking(rebuild)
     candidates.clear_caches()
 
     def check(conn: Any) -> bool:

@@ -157,8 +157,13 @@ def test_reindex_rebuilds_and_imports(clocked):
     d.call("memory.add", body="vector clock skew", type="semantic", scope="global",
            trust="human", source="t")
     Path(d.home / "knowledge" / "reviews" / "r.md").write_text("# Review\n\nclock skew again\n")
+    import sqlite3
+
+    with sqlite3.connect(d.home / "engine" / "state.db") as conn:  # a row from before 0005
+        conn.execute("UPDATE memory_records SET term_counts = NULL")
     report = d.call("maintenance.run", job="reindex")["report"]
     assert report["records_indexed"] == 1 and report["integrity_ok"] is True
+    assert report["aux_refreshed"] == 1
     assert report["kb_imported"] == 1
     assert d.call("memory.search", query="skew")["total"] == 2
     with pytest.raises(RpcError) as err:
