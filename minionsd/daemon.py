@@ -88,10 +88,7 @@ class Daemon:
             log.error("config.reload_failed", detail=exc.detail)
             return
         log.info("config.reloaded", path=str(self.app.home.config))
-        for component in self.components:
-            changed = getattr(component, "config_changed", None)
-            if changed is not None:
-                await changed(None)
+        await self.config_changed(None)
 
     async def config_changed(self, key: str | None) -> None:
         for component in self.components:

@@ -42,15 +42,6 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
-def append_text(path: Path, text: str) -> None:
-    """Append and fsync; callers hold the file's lock when others may write too."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def lock_for(path: Path) -> FileLock:
     """The permanent lock file guarding `path` (kept beside it, never deleted)."""
     return FileLock(str(path.with_name(f".{path.name}.lock")), timeout=LOCK_TIMEOUT_S)

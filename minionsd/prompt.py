@@ -125,9 +125,14 @@ def personal_section(text: str | None, agent: str, max_bytes: int,
                     cut, fence_max)
 
 
-def relevant_section(pack_text: str, task_id: str, fence_max: int) -> Section:
-    return _section("relevant_memory", f"memory-retrieval:item={task_id}", pack_text, False,
-                    fence_max)
+def relevant_source(task_id: str) -> str:
+    return f"memory-retrieval:item={task_id}"
+
+
+def relevant_section(fenced_pack: str, task_id: str) -> Section:
+    """The Relevant Memory section around a pack memory.retrieve has already fenced."""
+    return Section("relevant_memory", relevant_source(task_id),
+                   f"## {HEADINGS['relevant_memory']}\n\n{fenced_pack}", False)
 
 
 def render(sections: list[Section]) -> str:

@@ -80,7 +80,7 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
                     result["fallback_reason"] = "no_results"
                 else:
                     result["bytes"] = prompt.utf8_len(found["pack"])
-                    result["text"] = fence(found["pack"], f"memory-retrieval:item={task['id']}",
+                    result["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
                                            cfg["engine.untrusted_fence_max_bytes"])
         except Exception as exc:
             log.exception("retrieval.failed", task=task["id"])
@@ -131,9 +131,7 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
     use_pack = (retrieval["mode"] == "active" and retrieval["fallback_reason"] is None
                 and "telemetry_error" not in retrieval)
     if use_pack:
-        sections.append(prompt.Section("relevant_memory", f"memory-retrieval:item={task['id']}",
-                                       f"## {prompt.HEADINGS['relevant_memory']}\n\n"
-                                       f"{retrieval['text']}", False))
+        sections.append(prompt.relevant_section(retrieval["text"], task["id"]))
     else:
         sections += await run_in_daemon_thread(_legacy, app, agent, name="legacy-memory")
     return {"text": prompt.render(sections), "memory_mode": "relevant" if use_pack else "legacy",

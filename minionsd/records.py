@@ -220,12 +220,6 @@ def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[st
     return to_wire(row)
 
 
-def fetch_by_hash(conn: sqlite3.Connection, content_hash: str) -> str | None:
-    row = conn.execute("SELECT id FROM memory_records WHERE content_hash = ?",
-                       (content_hash,)).fetchone()
-    return row["id"] if row else None
-
-
 # --- search ---------------------------------------------------------------------------------
 
 def search(conn: sqlite3.Connection, params: Mapping[str, Any],

@@ -61,6 +61,18 @@ class BatchResult:
                 "notebooks": self.notebooks}
 
 
+@dataclass(frozen=True)
+class InboxState:
+    notes: list[InboxNote]  # every processable note, oldest first; held ones flagged
+    busy: set[str]  # names in an open (interrupted or running) batch
+
+    def is_eligible(self, note: InboxNote) -> bool:
+        return note.settled and not note.held and note.name not in self.busy
+
+    def eligible(self) -> list[InboxNote]:
+        return [n for n in self.notes if self.is_eligible(n)]
+
+
 def mentioned_paths(text: str, limit: int = 50) -> list[str]:
     return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
 
@@ -85,27 +97,26 @@ class Pipeline:
 
     # --- selecting a batch -------------------------------------------------------------------
 
-    def _scan(self) -> tuple[list[InboxNote], set[str]]:
+    def inbox_state(self) -> InboxState:
+        """The inbox as consolidation sees it: one directory scan plus holds and open batches."""
         cfg = self.app.config
-        held, submitted = self.app.db.read_blocking(_held_busy_submitted)
+        holds, busy, submitted = self.app.db.read_blocking(_inbox_reads)
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
-                                settle_ms=cfg["engine.inbox_settle_ms"], held_names=held,
+                                settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
-        return notes, held
+        return InboxState(notes, busy)
 
     def eligible(self) -> list[InboxNote]:
-        notes, held = self._scan()
-        return [n for n in notes if n.settled and not n.held and n.name not in held]
+        return self.inbox_state().eligible()
 
     def work_state(self) -> str:
         """"work": a batch should run now; "wait": notes are still settling; else "idle"."""
         if self.app.db.read_blocking(journal.open_batch_ids):
             return "work"
-        notes, held = self._scan()
-        ready = [n for n in notes if n.settled and not n.held and n.name not in held]
-        if len(ready) >= self.app.config["engine.inbox_consolidate_threshold"]:
+        state = self.inbox_state()
+        if len(state.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]:
             return "work"
-        return "wait" if any(not n.settled for n in notes) else "idle"
+        return "wait" if any(not n.settled for n in state.notes) else "idle"
 
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
@@ -405,9 +416,9 @@ def _holds_other(path: Path, content: str) -> bool:
         return False
 
 
-def _held_busy_submitted(conn: Any) -> tuple[set[str], frozenset[str]]:
-    held = inbox_mod.held_names(conn) | journal.names_in_open_batches(conn)
-    return held, inbox_mod.submitted_names(conn)
+def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
+    return (inbox_mod.held_names(conn), journal.names_in_open_batches(conn),
+            inbox_mod.submitted_names(conn))
 
 
 def _safe_meta(content: str) -> dict[str, Any]:

@@ -99,9 +99,8 @@ class ConsolidationService:
     def scan_report(self) -> dict[str, Any]:
         """For the rescan job: reconcile the inbox directory (quarantining bad files)."""
         before = self._quarantined()
-        notes, holds, busy, _ = self._status_snapshot()
-        eligible = [n for n in notes if n.settled and not n.held and n.name not in busy]
-        return {"pending": len(notes), "eligible": len(eligible),
+        state = self.pipeline.inbox_state()
+        return {"pending": len(state.notes), "eligible": len(state.eligible()),
                 "quarantined": self._quarantined() - before}
 
     def _quarantined(self) -> int:
@@ -140,12 +139,11 @@ class ConsolidationService:
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        notes, holds, busy, counters = await run_in_daemon_thread(self._status_snapshot,
-                                                                 name="status")
-        eligible = [n for n in notes if n.settled and not n.held and n.name not in busy]
+        state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
+        counters = await self.app.db.read(journal.counters)
         return {
-            "inbox": {"pending": len(notes), "eligible": len(eligible),
-                      "held": sum(1 for n in notes if n.held or n.name in holds)},
+            "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
+                      "held": sum(1 for n in state.notes if n.held)},
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),
@@ -153,18 +151,6 @@ class ConsolidationService:
                 "running": self._lock.locked(),
             },
         }
-
-    def _status_snapshot(self) -> tuple[list[inbox_mod.InboxNote], set[str], set[str],
-                                        dict[str, str]]:
-        db = self.app.db
-        holds = db.read_blocking(inbox_mod.held_names)
-        busy = db.read_blocking(journal.names_in_open_batches)
-        cfg = self.app.config
-        notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
-                                settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
-                                configured_agents=cfg.agents,
-                                complete_names=db.read_blocking(inbox_mod.submitted_names))
-        return notes, holds, busy, db.read_blocking(journal.counters)
 
     # --- inbox methods ------------------------------------------------------------------------
 
@@ -196,13 +182,11 @@ class ConsolidationService:
             return result
 
         async def inbox_list() -> dict[str, Any]:
-            notes, holds, busy, _ = await run_in_daemon_thread(self._status_snapshot,
-                                                              name="inbox-list")
+            state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
-                 "eligible": n.settled and not n.held and n.name not in busy,
-                 "held": n.held or n.name in holds}
-                for n in notes]}
+                 "eligible": state.is_eligible(n), "held": n.held}
+                for n in state.notes]}
 
         async def inbox_hold(name: Any, held: Any) -> dict[str, Any]:
             check_name(name, "name")
