@@ -83,11 +83,11 @@ class Daemon:
 
     async def reload_config(self) -> None:
         try:
-            self.app.config = config_mod.load(self.app.home.config, self.app.environ)
+            self.app.config = config_mod.load(self.app.config.path, self.app.environ)
         except ConfigError as exc:
             log.error("config.reload_failed", detail=exc.detail)
             return
-        log.info("config.reloaded", path=str(self.app.home.config))
+        log.info("config.reloaded", path=str(self.app.config.path))
         await self.config_changed(None)
 
     async def config_changed(self, key: str | None) -> None:
