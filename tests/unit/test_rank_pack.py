@@ -238,7 +238,7 @@ def test_pack_distinct_skips_near_duplicates_of_packed_items() -> None:
     assert [s.id for s, _ in chosen] == ["M-a", "M-b", "M-c"]
 
 
-def test_pack_distinct_keeps_a_small_copy_of_an_item_too_big_to_fit() -> None:
+def test_pack_distinct_skips_an_item_too_big_and_packs_the_next() -> None:
     words = " ".join(f"w{i}" for i in range(60))
     items = [Scored(3.0, rec("M-big", body=words + " " + "pad " * 3000)),
              Scored(2.0, rec("M-small", body=words))]
