@@ -70,7 +70,9 @@ def test_threshold_batch_end_to_end(make_daemon, short_home):
     notebooks = sorted(p.name for p in (home / "knowledge" / "agents").iterdir()
                        if p.suffix == ".md")
     assert notebooks == ["dallas.md"]
-    st = daemon.call("status")
+    # Files are archived just before the batch is marked done: wait for that commit too.
+    st = wait_for(lambda: (s := daemon.call("status"))["consolidation"]["batches"] and s,
+                  what="batch marked done")
     assert st["consolidation"]["batches"] == 1 and st["consolidation"]["last_mode"] == "regex"
     assert st["inbox"] == {"pending": 0, "eligible": 0, "held": 0}
     found = daemon.call("memory.search", query="UserCache flushed")
@@ -277,7 +279,8 @@ def test_sigterm_during_llm_call_abandons_safely(make_daemon, short_home, fake_a
     again = make_daemon()  # no key now: the redo takes the regex path
     wait_for(lambda: len(archived(home)) == 1, what="abandoned batch redone")
     assert again.call("memory.search", query="waiting model")["total"] == 1
-    assert again.call("status")["consolidation"]["batches"] == 1
+    wait_for(lambda: again.call("status")["consolidation"]["batches"] == 1,
+             what="redone batch marked done")
 
 
 def test_burst_of_notes_is_not_left_for_the_rescan(make_daemon, short_home):
