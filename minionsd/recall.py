@@ -95,7 +95,7 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
            "duration_ms": result["duration_ms"], "shadow": shadow and enabled,
            "fallback_reason": result["fallback_reason"], "error": error}
     try:
-        await app.db.write(telemetry.insert, row)
+        await app.db.write_unsynced(telemetry.insert, row)
     except Exception as exc:
         log.exception("retrieval.telemetry_failed", task=task["id"])
         result["telemetry_error"] = f"{type(exc).__name__}: {exc}"

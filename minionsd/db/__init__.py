@@ -126,10 +126,28 @@ class Database:
         conn.execute("COMMIT")
         return result
 
+    def _in_unsynced_transaction(self, fn: Callable[..., T], *args: Any) -> T:
+        conn = self._write_conn
+        # WAL + NORMAL: the commit is not fsynced; the next FULL commit (or checkpoint) syncs it.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            return self._in_transaction(fn, *args)
+        finally:
+            conn.execute("PRAGMA synchronous=FULL")
+
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run fn(conn, *args, **kwargs) in one write transaction on the writer thread."""
         return await asyncio.wrap_future(
             self._writer.submit(self._in_transaction, fn, *args, **kwargs))
+
+    async def write_unsynced(self, fn: Callable[..., T], *args: Any) -> T:
+        """The same for data whose loss in a power cut is harmless (retrieval telemetry).
+
+        Committed and visible at once, and safe from a process crash; only the fsync is left
+        to the next durable commit, which saves a disk flush per call.
+        """
+        return await asyncio.wrap_future(
+            self._writer.submit(self._in_unsynced_transaction, fn, *args))
 
     def write_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """The same from a non-loop thread (jobs, consolidation)."""

@@ -41,6 +41,7 @@ FTS5 never disagree about a stem.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -67,6 +68,7 @@ SAMPLE_ROWS = 3000  # newest rows used to estimate a common term's df
 POOL_FACTOR = 1.5  # rows scored with all terms, per returned candidate
 DF_CACHE_SECONDS = 300.0
 TF_MAX_CHARS = 65536  # per column: term counting reads at most this much of a huge body
+COUNTS_FORMAT = "2"  # first word of a stored term_counts value (see term_counts)
 
 _RECORD_COLUMNS = (
     "id", "type", "scope", "status", "trust", "title", "body", "source", "author", "project",
@@ -164,23 +166,30 @@ _STEMMER = _Stemmer()
 
 
 def term_counts(title: str, body: str, aux: str) -> str:
-    """A record's stemmed term counts per column, as stored in memory_records.term_counts.
+    """A record's stemmed, column-weighted term counts, as stored in memory_records.term_counts.
 
-    JSON `{"n": words in all three columns, "x": whether that count is exact (ASCII text read
-    whole), "c": {stem: [title, body, aux]}}`. Computed once at write time so a retrieval reads
-    it instead of tokenising every candidate's text.
+    Text, one line per stem: a header ``"2 <n> <x>"`` (format 2; n = words in all three columns;
+    x = 1 when that count is exact, i.e. ASCII text read whole), then ``"<stem> <f>"`` where f
+    is the occurrences in title, body and aux weighted by BM25_WEIGHTS, as FTS5's bm25 weighs
+    them. Computed once at write time so a retrieval reads it instead of tokenising every
+    candidate's text; a line format lets one regular expression pull the query's stems out.
     """
     columns = [_tokens(text or "") for text in (title, body, aux)]
     exact = all(len(t or "") <= TF_MAX_CHARS and (t or "").isascii() for t in (title, body, aux))
     stemmed = _STEMMER.lookup({w for tokens in columns for w in tokens})
-    counts: dict[str, list[int]] = {}
-    for index, tokens in enumerate(columns):
+    weighted: dict[str, float] = {}
+    for tokens, weight in zip(columns, BM25_WEIGHTS, strict=True):
         for word, n in Counter(tokens).items():
             stem = stemmed.get(word)
             if stem is not None:
-                counts.setdefault(stem, [0, 0, 0])[index] += n
-    return json.dumps({"n": sum(map(len, columns)), "x": exact, "c": counts},
-                      separators=(",", ":"), ensure_ascii=False)
+                weighted[stem] = weighted.get(stem, 0) + n * weight
+    lines = [f"{COUNTS_FORMAT} {sum(map(len, columns))} {int(exact)}"]
+    lines += [f"{stem} {_number(f)}" for stem, f in weighted.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
 
 
 def stems(words: Iterable[str]) -> dict[str, str | None]:
@@ -439,14 +448,14 @@ def _pool(
     idf: dict[str, float],
     size: int,
     filters: tuple[str, dict[str, Any]],
-) -> dict[int, tuple[Any, ...]]:
-    """The `size` retrievable rows that the selecting terms point at most strongly.
-
-    Returns rowid -> (record columns..., search_aux, term_counts).
+) -> list[tuple[int, str, str | None]]:
+    """(seq, id, term_counts) of the `size` retrievable rows the selecting terms point at most
+    strongly.
 
     Every hit of a selecting term adds that term's idf to its row; rows are taken by that sum,
     then newest first. Summing and ordering happen in SQL, and the retrieval filters are checked
-    by rowid for the best-placed rows only; if too many of those fail, for all of them.
+    by rowid for the best-placed rows only; if too many of those fail, for all of them. Only
+    the id and the stored term counts are read here: full rows are read for the winners only.
     """
     where, binds = filters
     params = dict(binds)
@@ -459,22 +468,32 @@ def _pool(
         )
         params |= {f"w{i}": idf[term], f"t{i}": quote_term(term), f"m{i}": min_rowid}
     sql = f"""WITH hits AS ({' UNION ALL '.join(parts)}),
-              ranked AS (SELECT seq, sum(w) AS weight FROM hits GROUP BY seq
-                         ORDER BY weight DESC, seq DESC LIMIT :prefilter)
-              SELECT ranked.seq, {', '.join('r.' + c for c in _RECORD_COLUMNS)}, r.search_aux,
-                     r.term_counts
-              FROM ranked JOIN memory_records AS r NOT INDEXED ON r.seq = ranked.seq
-              WHERE {where}
-              ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size"""
+              ranked AS MATERIALIZED (SELECT seq, sum(w) AS weight FROM hits GROUP BY seq
+                                      ORDER BY weight DESC, seq DESC LIMIT :prefilter),
+              kept AS MATERIALIZED (SELECT ranked.seq AS seq FROM ranked
+                                    JOIN memory_records AS r ON r.seq = ranked.seq
+                                    WHERE {where}
+                                    ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size)
+              SELECT kept.seq, r.id, r.term_counts
+              FROM kept JOIN memory_records AS r ON r.seq = kept.seq"""
     cur = _cursor(conn)
-    found: dict[int, tuple[Any, ...]] = {}
-    # Most rows pass the filters, so the best 1.5 * size usually hold `size` that do.
-    for prefilter in (size * 3 // 2 + 8, -1):  # LIMIT -1 is no limit
-        query = params | {"prefilter": prefilter, "size": size}
-        found = {row[0]: row[1:] for row in cur.execute(sql, query)}
+    found: list[tuple[int, str, str | None]] = []
+    # Usually enough of the best 4 * size rows pass the filters; if not, all rows are checked.
+    for prefilter in (size * 4, -1):  # LIMIT -1 is no limit
+        found = cur.execute(sql, params | {"prefilter": prefilter, "size": size}).fetchall()
         if len(found) >= size:
             break
     return found
+
+
+def _full_rows(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, dict[str, Any]]:
+    """Decoded records by seq."""
+    rows = _cursor(conn).execute(
+        f"SELECT seq, {', '.join(_RECORD_COLUMNS)} FROM memory_records "
+        "WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(seqs),),
+    )
+    return {row[0]: _decode(row[1:]) for row in rows}
 
 
 def fetch_candidates(
@@ -505,10 +524,10 @@ def fetch_candidates(
     idf = {t: _idf(dfs[t], stats.rows) for t in plan.scored}
     filters = _filters(project, agent)
     filters[1]["now"] = now_iso
-    rows = _pool(conn, plan, idf, math.ceil(POOL_FACTOR * limit), filters)
-    if not rows:
+    pool = _pool(conn, plan, idf, math.ceil(POOL_FACTOR * limit), filters)
+    if not pool:
         return []
-    counted = _count_terms(rows, plan.scored)
+    counted = _count_pool(conn, pool, plan.scored)
     inexact = [c.seq for c in counted if not c.exact_length]
     lengths = {}
     if inexact:
@@ -523,10 +542,13 @@ def fetch_candidates(
     scored = sorted(
         (_bm25(c.freq, idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, len(c.freq))
         for c in counted
-    )
+    )[:limit]
+    records = _full_rows(conn, [seq for _score, _id, seq, _matched in scored])
     out = []
-    for score, _id, seq, matched in scored[:limit]:
-        record = _decode(rows[seq][: len(_RECORD_COLUMNS)])
+    for score, _id, seq, matched in scored:
+        record = records.get(seq)
+        if record is None:  # cannot happen inside one read transaction; skip rather than fail
+            continue
         record["bm25"] = score
         record["matched_terms"] = matched
         out.append(record)
@@ -542,40 +564,75 @@ class _Counted:
     exact_length: bool  # False when FTS5 may count the words differently
 
 
-def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list[_Counted]:
-    """Occurrences of each term in each row, weighted by column as bm25 weighs them."""
+@functools.lru_cache(maxsize=256)
+def _stem_pattern(stems_sorted: tuple[str, ...]) -> re.Pattern[str]:
+    """Finds the stored count line of each of these stems (see term_counts)."""
+    return re.compile("\n(" + "|".join(map(re.escape, stems_sorted)) + ") (\\S+)")
+
+
+def _count_pool(conn: sqlite3.Connection, pool: list[tuple[int, str, str | None]],
+                terms: Sequence[str]) -> list[_Counted]:
+    """Column-weighted occurrences of each term in each pool row, and the row's length.
+
+    Read from the stored counts; a row without them (written before they existed) is
+    tokenised here, which gives the same numbers, only slower.
+    """
     stem_terms: dict[str, list[str]] = defaultdict(list)
     for term, stem in stems(terms).items():
         if stem is not None:
             stem_terms[stem].append(term)
-    columns = (
-        (_RECORD_COLUMNS.index("title"), BM25_WEIGHTS[0]),
-        (_RECORD_COLUMNS.index("body"), BM25_WEIGHTS[1]),
-        (len(_RECORD_COLUMNS), BM25_WEIGHTS[2]),  # search_aux follows the record columns
-    )
-    tokenised: list[tuple[int, list[tuple[list[bytes], float]], bool]] = []
-    vocabulary: set[bytes] = set()
+    pattern = _stem_pattern(tuple(sorted(stem_terms))) if stem_terms else None
+    prefix = COUNTS_FORMAT + " "
     out = []
-    stored_at = len(_RECORD_COLUMNS) + 1
-    weights = [weight for _index, weight in columns]
-    for seq, row in rows.items():
-        if len(row) > stored_at and row[stored_at]:
-            out.append(_from_stored(seq, row[0], row[stored_at], stem_terms, weights))
-            continue
+    unstored = []
+    for seq, record_id, stored in pool:
+        if stored and stored.startswith(prefix):
+            out.append(_from_stored(seq, record_id, stored, pattern, stem_terms))
+        else:
+            unstored.append(seq)
+    if unstored:
+        rows = _cursor(conn).execute(
+            "SELECT seq, id, title, body, search_aux FROM memory_records "
+            "WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(unstored),),
+        )
+        out += _count_text(rows.fetchall(), stem_terms)
+    return out
+
+
+def _from_stored(seq: int, record_id: str, stored: str, pattern: re.Pattern[str] | None,
+                 stem_terms: dict[str, list[str]]) -> _Counted:
+    """_Counted from the term counts written with the record (no tokenising)."""
+    _format, length, exact = stored[: stored.index("\n")].split(" ")
+    freq: dict[str, float] = {}
+    if pattern is not None:
+        for stem, value in pattern.findall(stored):
+            for term in stem_terms[stem]:
+                freq[term] = float(value)
+    return _Counted(seq, record_id, freq, int(length), exact == "1")
+
+
+def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
+                stem_terms: dict[str, list[str]]) -> list[_Counted]:
+    """_Counted by tokenising (seq, id, title, body, search_aux) rows."""
+    tokenised: list[tuple[int, str, list[tuple[list[bytes], float]], bool]] = []
+    vocabulary: set[bytes] = set()
+    for seq, record_id, *texts in rows:
         per_column = []
         exact = True
-        for index, weight in columns:
-            text = row[index] or ""
+        for text, weight in zip(texts, BM25_WEIGHTS, strict=True):
+            text = text or ""
             # Word counts match unicode61 exactly only for ASCII text that was read whole.
             exact = exact and len(text) <= TF_MAX_CHARS and text.isascii()
             tokens = _tokens(text)
             vocabulary.update(tokens)
             per_column.append((tokens, weight))
-        tokenised.append((seq, per_column, exact))
+        tokenised.append((seq, record_id, per_column, exact))
     # Only words whose stem is a term's stem matter; find them once for the whole pool.
     word_terms = {w: stem_terms[s] for w, s in _STEMMER.matching(vocabulary, stem_terms).items()}
     relevant = frozenset(word_terms)
-    for seq, per_column, exact in tokenised:
+    out = []
+    for seq, record_id, per_column, exact in tokenised:
         freq: dict[str, float] = {}
         length = 0
         for tokens, weight in per_column:
@@ -584,40 +641,8 @@ def _count_terms(rows: dict[int, tuple[Any, ...]], terms: Sequence[str]) -> list
                 n = tokens.count(word) * weight
                 for term in word_terms[word]:
                     freq[term] = freq.get(term, 0.0) + n
-        out.append(_Counted(seq, rows[seq][0], freq, length, exact))
+        out.append(_Counted(seq, record_id, freq, length, exact))
     return out
-
-
-_STORED_HEAD = re.compile(r'\{"n":(\d+),"x":(true|false),')
-
-
-def _from_stored(seq: int, record_id: str, stored: str, stem_terms: dict[str, list[str]],
-                 weights: list[float]) -> _Counted:
-    """_Counted from the term counts written with the record (no tokenising).
-
-    Only the query's stems are looked up, by finding `"stem":[` in the JSON text: in that
-    JSON a list only ever follows a key, so this is exact, and much cheaper than decoding a
-    few hundred counts per candidate.
-    """
-    head = _STORED_HEAD.match(stored)
-    if head is None:  # not written by term_counts(): decode it the slow way
-        data = json.loads(stored)
-        length, exact = int(data["n"]), bool(data["x"])
-    else:
-        length, exact = int(head.group(1)), head.group(2) == "true"
-    freq: dict[str, float] = {}
-    for stem, terms in stem_terms.items():
-        key = f'"{stem}":['
-        at = stored.find(key)
-        if at == -1:
-            continue
-        start = at + len(key)
-        per_column = stored[start:stored.index("]", start)].split(",")
-        n = sum(int(c) * w for c, w in zip(per_column, weights, strict=True))
-        if n:
-            for term in terms:
-                freq[term] = n
-    return _Counted(seq, record_id, freq, length, exact)
 
 
 def _bm25(freq: dict[str, float], idf: dict[str, float], length: int, avgdl: float) -> float:

@@ -117,6 +117,12 @@ def render_item(record: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _min_size(record: Mapping[str, Any]) -> int:
+    """A lower bound of the rendered size in bytes: the stripped body's length in characters."""
+    body = record.get("body")
+    return len(body.strip()) if isinstance(body, str) else 0
+
+
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False
 ) -> tuple[str, list[tuple[Scored, int]]]:
@@ -134,6 +140,8 @@ def pack(
     for item in scored:
         if len(chosen) >= top_k:
             break
+        if used + _min_size(item.record) > max_bytes:
+            continue  # cannot fit: skip it without rendering
         text = render_item(item.record)
         size = len(text.encode("utf-8"))
         extra = size + (separator if chosen else 0)

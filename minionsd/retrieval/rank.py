@@ -64,31 +64,56 @@ class Scored:
         return str(self.record.get("id", ""))
 
 
-def _path_boost(record: Mapping[str, Any], task_files: Sequence[str]) -> float:
-    """W_PATH_EXACT / W_PATH_NAME / 0; `task_files` are normalised and lower-case."""
-    if not task_files:
+@dataclass(frozen=True)
+class _TaskFiles:
+    """The task's files, prepared once per ranking so each record costs a few set lookups."""
+
+    files: frozenset[str]  # normalised, lower-case
+    slashed: frozenset[str]  # files with a directory part
+    suffixes: frozenset[str]  # "auth/x.py" for "src/auth/x.py": what a record may write
+    names: frozenset[str]  # file names
+
+    @classmethod
+    def of(cls, files: Sequence[str]) -> _TaskFiles:
+        suffixes = {suffix for f in files for suffix in _dir_suffixes(f)}
+        return cls(frozenset(files), frozenset(f for f in files if "/" in f),
+                   frozenset(suffixes), frozenset(posixpath.basename(f) for f in files) - {""})
+
+
+def _dir_suffixes(path: str) -> list[str]:
+    """'a/b/c.py' -> ['b/c.py']: the proper suffixes that still hold a directory part."""
+    parts = path.split("/")
+    return ["/".join(parts[i:]) for i in range(1, len(parts) - 1)]
+
+
+def _path_boost(record: Mapping[str, Any], task: _TaskFiles) -> float:
+    """W_PATH_EXACT / W_PATH_NAME / 0."""
+    if not task.files:
         return 0.0
     paths = record.get("paths")
     listed = paths if isinstance(paths, list) else []
     own = [p for p in (normalise_path(p).lower() for p in listed if isinstance(p, str)) if p]
     body = record.get("body")
     if isinstance(body, str):
-        own += _paths_naming(body[:_BODY_SCAN_CHARS].lower(), task_files)
+        own += _paths_naming(body[:_BODY_SCAN_CHARS].lower(), task.names)
     best = 0.0
     for mine in own:
-        for theirs in task_files:
-            if mine == theirs or _is_path_suffix(mine, theirs) or _is_path_suffix(theirs, mine):
-                return W_PATH_EXACT
-            if posixpath.basename(mine) == posixpath.basename(theirs):
-                best = W_PATH_NAME
+        # Equal, or one is the other with leading directories cut ('auth/x.py' names
+        # 'src/auth/x.py'); a bare file name only shares the name.
+        if mine in task.files or ("/" in mine and mine in task.suffixes) or any(
+            suffix in task.slashed for suffix in _dir_suffixes(mine)
+        ):
+            return W_PATH_EXACT
+        if posixpath.basename(mine) in task.names:
+            best = W_PATH_NAME
     return best
 
 
-def _paths_naming(body: str, task_files: Sequence[str]) -> list[str]:
-    """Paths written in `body` whose file name is a task file's name (a substring search per
-    task file, much cheaper than finding every path in every body)."""
+def _paths_naming(body: str, names: frozenset[str]) -> list[str]:
+    """Paths written in `body` whose file name is one of `names` (a substring search per
+    name, much cheaper than finding every path in every body)."""
     found = []
-    for name in {posixpath.basename(f) for f in task_files} - {""}:
+    for name in names:
         start = body.find(name)
         while start != -1:
             match = _PATH_AROUND_RE.match(body, _path_start(body, start))
@@ -102,11 +127,6 @@ def _path_start(text: str, index: int) -> int:
     while index > 0 and (text[index - 1].isalnum() or text[index - 1] in "_./-"):
         index -= 1
     return index
-
-
-def _is_path_suffix(short: str, long: str) -> bool:
-    """'auth/token.py' names 'src/auth/token.py'; a bare file name only shares the name."""
-    return "/" in short and long.endswith("/" + short)
 
 
 def _unit(value: Any) -> float:
@@ -154,7 +174,8 @@ def rank(
 ) -> list[Scored]:
     """Score and order the candidates, best first (ties by id ascending)."""
     # Paths compare case-insensitively: "Src/Auth.py" in a note means src/auth.py.
-    files = [p.lower() for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p]
+    files = _TaskFiles.of(
+        [p.lower() for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p])
     best = min((_bm25(c) for c in candidates), default=0.0)
     matched = [c.get("matched_terms") for c in candidates]
     most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)
@@ -180,6 +201,6 @@ def rank(
             ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
              else 0.0),
         )
-        out.append(Scored(sum(v for _, v in parts), dict(record), parts))
+        out.append(Scored(sum(v for _, v in parts), record, parts))
     out.sort(key=lambda s: (-s.score, s.id))
     return out
