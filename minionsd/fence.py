@@ -74,7 +74,13 @@ _WS_RE = re.compile(r"\s+")
 
 def scrub_surrogates(text: str) -> str:
     """Replace lone surrogates (possible in JSON input) with U+FFFD; UTF-8 cannot carry them."""
-    return _SURROGATE_RE.sub("\ufffd", text)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # far cheaper than the regex when, as almost always, none is there
+    except UnicodeEncodeError:
+        return _SURROGATE_RE.sub("\ufffd", text)
+    return text
 
 
 def _is_invisible(ch: str) -> bool:
@@ -306,7 +312,26 @@ def _fence_tag_at(text: str, start: int) -> tuple[int, int] | None:
     return bracket
 
 
+# ASCII control characters other than whitespace: invisible to the reader (see _is_invisible).
+_ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+
+
+def _plainly_tag_free(text: str) -> bool:
+    """True for ASCII text without '&' where the letters "untrusted" never follow each other.
+
+    In such text every letter a reader sees is written as itself (only an HTML entity can
+    spell a letter; %3C-style escapes only ever stand for '<'), and a tag needs that word
+    without gaps, so no tag can be there. Most memory is like this, and this check is a few
+    C-level passes instead of a look at every '<'.
+    """
+    if not text.isascii() or "&" in text:
+        return False
+    return "untrusted" not in _ASCII_INVISIBLE_RE.sub("", text).lower()
+
+
 def _fence_tag_spans(text: str) -> list[tuple[int, int]]:
+    if _plainly_tag_free(text):
+        return []
     spans: list[tuple[int, int]] = []
     last_end = 0
     for m in _START_RE.finditer(text):

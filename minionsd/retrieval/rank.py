@@ -92,7 +92,8 @@ def _path_boost(record: Mapping[str, Any], task: _TaskFiles) -> float:
         return 0.0
     paths = record.get("paths")
     listed = paths if isinstance(paths, list) else []
-    own = [p for p in (normalise_path(p).lower() for p in listed if isinstance(p, str)) if p]
+    own = [p for p in (normalise_path(p).lower() for p in listed
+                       if isinstance(p, str) and _may_match(p, task.names)) if p]
     body = record.get("body")
     if isinstance(body, str):
         own += _paths_naming(body[:_BODY_SCAN_CHARS].lower(), task.names)
@@ -107,6 +108,17 @@ def _path_boost(record: Mapping[str, Any], task: _TaskFiles) -> float:
         if posixpath.basename(mine) in task.names:
             best = W_PATH_NAME
     return best
+
+
+def _may_match(path: str, names: frozenset[str]) -> bool:
+    """False when `path` cannot earn a path boost: every kind of match shares the file name.
+
+    A cheap look at the last component, so most paths skip normalisation; "." and ".." (which
+    normalising would replace) are passed on to the full check.
+    """
+    trimmed = path.strip().replace("\\", "/").rstrip("/")
+    name = trimmed[trimmed.rfind("/") + 1 :].lower()
+    return name in names or name in ("", ".", "..")
 
 
 def _paths_naming(body: str, names: frozenset[str]) -> list[str]:
