@@ -41,11 +41,11 @@ FTS5 never disagree about a stem.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
 import sqlite3
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minionsd.ftsquery import match_expression, quote_term
+from minionsd.retrieval.recordview import VIEWS, RecordView
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 BM25_WEIGHTS = (4.0, 1.0, 2.0)  # title, body, aux: the same weights memory.search uses
@@ -264,28 +265,34 @@ def index_stats(conn: sqlite3.Connection) -> IndexStats:
 
 class _DfCache:
     """Document frequencies per database and term, for a few minutes or until the table's row
-    count moves by 5%."""
+    count moves by 5%; a zero only until the next change to memory_records (record view token),
+    so a term that just appeared in a new record is searched at once."""
 
     _MAX_ENTRIES = 50_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], tuple[int, int, float]] = {}
+        self._entries: dict[tuple[str, str], tuple[int, int, float, int | None]] = {}
 
-    def get(self, db: str, term: str, rows: int, now: float) -> int | None:
+    def get(self, db: str, term: str, rows: int, now: float, token: int | None) -> int | None:
         entry = self._entries.get((db, term))
         if entry is None:
             return None
-        df, rows_then, expires = entry
+        df, rows_then, expires, token_then = entry
+        if df == 0:
+            return 0 if token is not None and token == token_then else None
         if now > expires or abs(rows - rows_then) > 0.05 * max(rows_then, 1):
             return None
         return df
 
-    def put(self, db: str, term: str, df: int, rows: int, now: float) -> None:
+    def put(self, db: str, term: str, df: int, rows: int, now: float,
+            token: int | None) -> None:
+        if df == 0 and token is None:
+            return
         with self._lock:
             if len(self._entries) >= self._MAX_ENTRIES:
                 self._entries.clear()
-            self._entries[(db, term)] = (df, rows, now + DF_CACHE_SECONDS)
+            self._entries[(db, term)] = (df, rows, now + DF_CACHE_SECONDS, token)
 
     def clear(self) -> None:
         with self._lock:
@@ -296,24 +303,38 @@ _DF_CACHE = _DfCache()
 
 
 def clear_caches() -> None:
-    """Forget cached document frequencies (tests; after bulk imports)."""
+    """Forget cached document frequencies and record views (tests; after bulk imports)."""
     _DF_CACHE.clear()
+    VIEWS.clear()
+
+
+_DB_KEYS: dict[int, tuple[sqlite3.Connection, str]] = {}
 
 
 def _database_key(conn: sqlite3.Connection) -> str:
+    """The connection's main database file (cached: the connection is kept referenced, so its
+    id cannot be reused while the entry exists)."""
+    known = _DB_KEYS.get(id(conn))
+    if known is not None and known[0] is conn:
+        return known[1]
+    key = f"memory:{id(conn)}"
     for _seq, name, path in _cursor(conn).execute("PRAGMA database_list"):
-        if name == "main":
-            return path or f"memory:{id(conn)}"
-    return f"memory:{id(conn)}"
+        if name == "main" and path:
+            key = path
+    if len(_DB_KEYS) >= 64:
+        _DB_KEYS.clear()
+    _DB_KEYS[id(conn)] = (conn, key)
+    return key
 
 
 def document_frequencies(
-    conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats
+    conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats,
+    token: int | None = None,
 ) -> dict[str, int]:
     """df of each term: exact up to RARE_BUDGET, above it estimated.
 
-    Non-zero results are cached; a zero never is, so a term that just appeared in a new record
-    is searched at once. A cached df that has grown since only shifts the term's idf a little.
+    Results are cached (see _DfCache); a zero only with the record view's `token`, and only
+    until the records change. A cached df that has grown since only shifts an idf a little.
     """
     db = _database_key(conn)
     now = time.monotonic()
@@ -321,7 +342,7 @@ def document_frequencies(
     dfs: dict[str, int] = {}
     unknown = []
     for term in terms:
-        cached = _DF_CACHE.get(db, term, stats.rows, now)
+        cached = _DF_CACHE.get(db, term, stats.rows, now, token)
         if cached is None:
             unknown.append(term)
         else:
@@ -340,8 +361,8 @@ def document_frequencies(
         dfs[term] = count
         if count >= cap:
             common.append(term)
-        elif count:
-            _DF_CACHE.put(db, term, count, stats.rows, now)
+        else:
+            _DF_CACHE.put(db, term, count, stats.rows, now, token)
     if common:
         low = max(0, stats.max_rowid - SAMPLE_ROWS)
         window = cur.execute(
@@ -355,7 +376,7 @@ def document_frequencies(
         for term, hits in zip(common, samples, strict=True):
             estimate = round(hits * stats.rows / window) if window else cap
             dfs[term] = min(max(estimate, cap), max(stats.rows, cap))
-            _DF_CACHE.put(db, term, dfs[term], stats.rows, now)
+            _DF_CACHE.put(db, term, dfs[term], stats.rows, now, token)
     return dfs
 
 
@@ -442,23 +463,24 @@ def _idf(df: int, rows: int) -> float:
     return idf if idf > 0 else 1e-6  # FTS5 clamps the same way
 
 
-def _pool(
-    conn: sqlite3.Connection,
-    plan: Plan,
-    idf: dict[str, float],
-    size: int,
-    filters: tuple[str, dict[str, Any]],
-) -> list[tuple[int, str, str | None]]:
-    """(seq, id, term_counts) of the `size` retrievable rows the selecting terms point at most
-    strongly.
+def _scopes(project: str | None, agent: str | None) -> list[str]:
+    scopes = ["global"]
+    if project:
+        scopes.append(f"project:{project}")
+    if agent:
+        scopes.append(f"agent:{agent}")
+    return scopes
+
+
+def _pool(conn: sqlite3.Connection, view: RecordView, plan: Plan, idf: dict[str, float],
+          size: int, scopes: list[str], now_iso: str) -> list[int]:
+    """The seqs of the `size` recallable rows the selecting terms point at most strongly.
 
     Every hit of a selecting term adds that term's idf to its row; rows are taken by that sum,
-    then newest first. Summing and ordering happen in SQL, and the retrieval filters are checked
-    by rowid for the best-placed rows only; if too many of those fail, for all of them. Only
-    the id and the stored term counts are read here: full rows are read for the winners only.
+    then newest first. SQL sums and orders the hits; the recall filters are checked in the
+    in-memory view, in that order, until `size` rows pass.
     """
-    where, binds = filters
-    params = dict(binds)
+    params: dict[str, Any] = {}
     parts = []
     groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
     for i, (term, min_rowid) in enumerate(groups):
@@ -467,33 +489,30 @@ def _pool(
             f"WHERE memory_fts MATCH :t{i} AND rowid > :m{i} LIMIT {ROW_BUDGET})"
         )
         params |= {f"w{i}": idf[term], f"t{i}": quote_term(term), f"m{i}": min_rowid}
-    sql = f"""WITH hits AS ({' UNION ALL '.join(parts)}),
-              ranked AS MATERIALIZED (SELECT seq, sum(w) AS weight FROM hits GROUP BY seq
-                                      ORDER BY weight DESC, seq DESC LIMIT :prefilter),
-              kept AS MATERIALIZED (SELECT ranked.seq AS seq FROM ranked
-                                    JOIN memory_records AS r ON r.seq = ranked.seq
-                                    WHERE {where}
-                                    ORDER BY ranked.weight DESC, ranked.seq DESC LIMIT :size)
-              SELECT kept.seq, r.id, r.term_counts
-              FROM kept JOIN memory_records AS r ON r.seq = kept.seq"""
-    cur = _cursor(conn)
-    found: list[tuple[int, str, str | None]] = []
-    # Usually enough of the best 4 * size rows pass the filters; if not, all rows are checked.
-    for prefilter in (size * 4, -1):  # LIMIT -1 is no limit
-        found = cur.execute(sql, params | {"prefilter": prefilter, "size": size}).fetchall()
-        if len(found) >= size:
-            break
+    sql = (f"SELECT seq FROM ({' UNION ALL '.join(parts)}) "
+           "GROUP BY seq ORDER BY sum(w) DESC, seq DESC")
+    ranked = (row[0] for row in _cursor(conn).execute(sql, params))
+    return view.recallable(ranked, scopes, now_iso, size)
+
+
+def _record_view(conn: sqlite3.Connection) -> RecordView:
+    return VIEWS.get(_database_key(conn))
+
+
+def _full_rows(conn: sqlite3.Connection, view: RecordView, token: int,
+               seqs: list[int]) -> dict[int, dict[str, Any]]:
+    """Decoded records by seq (shared dicts from the view's cache: do not change them)."""
+    found, missing = view.cached("rows", seqs)
+    if missing:
+        rows = _cursor(conn).execute(
+            f"SELECT seq, {', '.join(_RECORD_COLUMNS)} FROM memory_records "
+            "WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(missing),),
+        )
+        fetched = {row[0]: _decode(row[1:]) for row in rows}
+        view.remember("rows", fetched, token)
+        found |= fetched
     return found
-
-
-def _full_rows(conn: sqlite3.Connection, seqs: list[int]) -> dict[int, dict[str, Any]]:
-    """Decoded records by seq."""
-    rows = _cursor(conn).execute(
-        f"SELECT seq, {', '.join(_RECORD_COLUMNS)} FROM memory_records "
-        "WHERE seq IN (SELECT value FROM json_each(?))",
-        (json.dumps(seqs),),
-    )
-    return {row[0]: _decode(row[1:]) for row in rows}
 
 
 def fetch_candidates(
@@ -514,20 +533,23 @@ def fetch_candidates(
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
         return []
+    view = _record_view(conn)
+    token = view.sync(conn)
     stats = index_stats(conn)
     if stats.rows == 0:
         return []
-    dfs = document_frequencies(conn, terms, stats)
+    dfs = document_frequencies(conn, terms, stats, token)
     plan = plan_query(terms, dfs, stats)
     if plan is None:
         return []
     idf = {t: _idf(dfs[t], stats.rows) for t in plan.scored}
-    filters = _filters(project, agent)
-    filters[1]["now"] = now_iso
-    pool = _pool(conn, plan, idf, math.ceil(POOL_FACTOR * limit), filters)
+    pool = _pool(conn, view, plan, idf, math.ceil(POOL_FACTOR * limit),
+                 _scopes(project, agent), now_iso)
     if not pool:
         return []
-    counted = _count_pool(conn, pool, plan.scored)
+    stem_terms = _stem_terms(plan.scored)
+    stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
+    counted = _count_pool(conn, view, token, pool, stem_terms)
     inexact = [c.seq for c in counted if not c.exact_length]
     lengths = {}
     if inexact:
@@ -540,18 +562,17 @@ def fetch_candidates(
             )
         }
     scored = sorted(
-        (_bm25(c.freq, idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, len(c.freq))
+        (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq,
+         sum(len(stem_terms[stem]) for stem in c.freq))
         for c in counted
     )[:limit]
-    records = _full_rows(conn, [seq for _score, _id, seq, _matched in scored])
+    records = _full_rows(conn, view, token, [seq for _score, _id, seq, _matched in scored])
     out = []
     for score, _id, seq, matched in scored:
         record = records.get(seq)
-        if record is None:  # cannot happen inside one read transaction; skip rather than fail
+        if record is None:  # deleted since the pool was read; skip rather than fail
             continue
-        record["bm25"] = score
-        record["matched_terms"] = matched
-        out.append(record)
+        out.append(dict(record, bm25=score, matched_terms=matched))
     return out
 
 
@@ -559,37 +580,87 @@ def fetch_candidates(
 class _Counted:
     seq: int
     id: str
-    freq: dict[str, float]  # term -> column-weighted occurrences
+    freq: dict[str, float]  # stem -> column-weighted occurrences (query stems only)
     length: int  # words in title + body + aux
     exact_length: bool  # False when FTS5 may count the words differently
 
 
-@functools.lru_cache(maxsize=256)
-def _stem_pattern(stems_sorted: tuple[str, ...]) -> re.Pattern[str]:
-    """Finds the stored count line of each of these stems (see term_counts)."""
-    return re.compile("\n(" + "|".join(map(re.escape, stems_sorted)) + ") (\\S+)")
+@dataclass(frozen=True)
+class _Stored:
+    """A row's stored term counts, parsed (cached in the record view)."""
+
+    id: str
+    length: int
+    exact: bool
+    by_stem: dict[str, float]  # stem -> weighted count (keys interned, values shared)
 
 
-def _count_pool(conn: sqlite3.Connection, pool: list[tuple[int, str, str | None]],
-                terms: Sequence[str]) -> list[_Counted]:
-    """Column-weighted occurrences of each term in each pool row, and the row's length.
+_NUMBERS: dict[str, float] = {}
 
-    Read from the stored counts; a row without them (written before they existed) is
-    tokenised here, which gives the same numbers, only slower.
-    """
+
+def _shared_number(text: str) -> float:
+    """float(text), one object per distinct value: counts repeat a few small numbers, and the
+    cache of parsed counts should not hold a float object per stem and row."""
+    value = _NUMBERS.get(text)
+    if value is None:
+        value = float(text)
+        if len(_NUMBERS) < 4096:
+            _NUMBERS[text] = value
+    return value
+
+
+def _parse_stored(record_id: str, stored: str | None) -> _Stored | None:
+    """The line form written by :func:`term_counts`; None for anything else."""
+    if not stored or not stored.startswith(COUNTS_FORMAT + " "):
+        return None
+    words = stored.split()
+    if len(words) < 3 or len(words) % 2 == 0:
+        return None
+    by_stem = dict(zip(map(sys.intern, words[3::2]), map(_shared_number, words[4::2]),
+                       strict=True))
+    return _Stored(record_id, int(words[1]), words[2] == "1", by_stem)
+
+
+def _stem_terms(terms: Sequence[str]) -> dict[str, list[str]]:
+    """The query's terms grouped by their FTS5 stem (terms that are no single token dropped)."""
     stem_terms: dict[str, list[str]] = defaultdict(list)
     for term, stem in stems(terms).items():
         if stem is not None:
             stem_terms[stem].append(term)
-    pattern = _stem_pattern(tuple(sorted(stem_terms))) if stem_terms else None
-    prefix = COUNTS_FORMAT + " "
-    out = []
+    return stem_terms
+
+
+def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: list[int],
+                stem_terms: dict[str, list[str]]) -> list[_Counted]:
+    """Column-weighted occurrences of each query stem in each pool row, and the row's length.
+
+    Read from the stored counts (parsed once, then cached in the record view); a row without
+    them (written before they existed) is tokenised here: the same numbers, only slower.
+    """
+    found, missing = view.cached("counts", pool)
     unstored = []
-    for seq, record_id, stored in pool:
-        if stored and stored.startswith(prefix):
-            out.append(_from_stored(seq, record_id, stored, pattern, stem_terms))
-        else:
-            unstored.append(seq)
+    if missing:
+        parsed = {}
+        rows = _cursor(conn).execute(
+            "SELECT seq, id, term_counts FROM memory_records "
+            "WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(missing),),
+        )
+        for seq, record_id, stored in rows:
+            entry = _parse_stored(record_id, stored)
+            if entry is None:
+                unstored.append(seq)
+            else:
+                parsed[seq] = entry
+        view.remember("counts", parsed, token)
+        found |= parsed
+    wanted = frozenset(stem_terms)
+    out = []
+    for seq, entry in found.items():
+        by_stem = entry.by_stem
+        # A keys view & a set walks the smaller side in C: the query's stems, not the row's.
+        freq = {stem: by_stem[stem] for stem in by_stem.keys() & wanted}
+        out.append(_Counted(seq, entry.id, freq, entry.length, entry.exact))
     if unstored:
         rows = _cursor(conn).execute(
             "SELECT seq, id, title, body, search_aux FROM memory_records "
@@ -598,18 +669,6 @@ def _count_pool(conn: sqlite3.Connection, pool: list[tuple[int, str, str | None]
         )
         out += _count_text(rows.fetchall(), stem_terms)
     return out
-
-
-def _from_stored(seq: int, record_id: str, stored: str, pattern: re.Pattern[str] | None,
-                 stem_terms: dict[str, list[str]]) -> _Counted:
-    """_Counted from the term counts written with the record (no tokenising)."""
-    _format, length, exact = stored[: stored.index("\n")].split(" ")
-    freq: dict[str, float] = {}
-    if pattern is not None:
-        for stem, value in pattern.findall(stored):
-            for term in stem_terms[stem]:
-                freq[term] = float(value)
-    return _Counted(seq, record_id, freq, int(length), exact == "1")
 
 
 def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
@@ -629,8 +688,8 @@ def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
             per_column.append((tokens, weight))
         tokenised.append((seq, record_id, per_column, exact))
     # Only words whose stem is a term's stem matter; find them once for the whole pool.
-    word_terms = {w: stem_terms[s] for w, s in _STEMMER.matching(vocabulary, stem_terms).items()}
-    relevant = frozenset(word_terms)
+    word_stems = _STEMMER.matching(vocabulary, stem_terms)
+    relevant = frozenset(word_stems)
     out = []
     for seq, record_id, per_column, exact in tokenised:
         freq: dict[str, float] = {}
@@ -638,17 +697,20 @@ def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
         for tokens, weight in per_column:
             length += len(tokens)
             for word in relevant.intersection(tokens):
-                n = tokens.count(word) * weight
-                for term in word_terms[word]:
-                    freq[term] = freq.get(term, 0.0) + n
+                stem = word_stems[word]
+                freq[stem] = freq.get(stem, 0.0) + tokens.count(word) * weight
         out.append(_Counted(seq, record_id, freq, length, exact))
     return out
 
 
 def _bm25(freq: dict[str, float], idf: dict[str, float], length: int, avgdl: float) -> float:
-    """FTS5's bm25 for one row, as a negative number like bm25() returns."""
+    """FTS5's bm25 for one row, as a negative number like bm25() returns.
+
+    `freq` and `idf` are by stem; a stem's idf is the sum of its terms' idfs (two query words
+    with one stem are two phrases to FTS5, each counting the same occurrences).
+    """
     norm = BM25_K1 * (1.0 - BM25_B + (BM25_B * length / avgdl if avgdl else 0.0))
-    return -sum(idf[t] * f * (BM25_K1 + 1.0) / (f + norm) for t, f in freq.items())
+    return -sum(idf[s] * f * (BM25_K1 + 1.0) / (f + norm) for s, f in freq.items())
 
 
 def fetch_candidates_naive(

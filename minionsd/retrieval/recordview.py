@@ -1,0 +1,211 @@
+"""An in-memory view of memory_records for retrieval: who may be recalled, and hot records.
+
+A retrieval checks the recall filters (status, scope, expiry, procedural trust) on the few
+hundred FTS5 hits of a task, and then reads term counts and rows for its best ~75. In SQL each
+of those is a row lookup in a table of multi-kilobyte rows. This module keeps instead:
+
+* a filter table for every record: a scope number and a recallable flag per seq (two arrays,
+  about 5 bytes a record), plus ``expires_at`` for the few records that have one;
+* bounded LRU caches, by seq, of values derived from recently recalled rows (parsed term
+  counts, decoded records), filled by the caller.
+
+Both follow the table through ``record_changes`` (migration 0006), which triggers append to on
+every insert, update and delete, whoever writes. :meth:`RecordView.sync` reads the changes
+since it last looked (one query on an integer key; nothing else when nothing changed),
+updates the filter table and evicts those seqs from the caches. If the retention job has
+pruned the log past its place, the view reloads in full.
+
+A cached value is stored only if no change was applied between the sync that started the
+retrieval and the store, so a value read before a change can never outlive it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+MAX_CACHED = 2000  # per cache kind; a parsed term-count entry is a few KB
+DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
+_EXCLUDED_TRUST = ("agent", "external")  # for procedural records
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur
+
+
+class RecordView:
+    def __init__(self, max_cached: int = MAX_CACHED) -> None:
+        self._lock = threading.Lock()
+        self._applied: int | None = None
+        self._scope_ids: dict[str, int] = {}
+        self._scope_of = array("i")  # by seq; -1 = no such record
+        self._recallable = bytearray()  # by seq; 1 = active and not excluded procedural
+        self._sparse: dict[int, tuple[int, int]] = {}  # seq >= DENSE_LIMIT -> (scope, flag)
+        self._expires: dict[int, str] = {}
+        self._max_cached = max_cached
+        self._caches: dict[str, OrderedDict[int, Any]] = {}
+
+    # --- following the table ---------------------------------------------------------------
+
+    def sync(self, conn: sqlite3.Connection) -> int:
+        """Catch up with memory_records; returns a token for :meth:`remember`."""
+        cur = _cursor(conn)
+        low, high = cur.execute("SELECT min(id), max(id) FROM record_changes").fetchone()
+        high = high or 0
+        with self._lock:
+            if self._applied == high:
+                return high
+            if self._applied is None or (low is not None and low > self._applied + 1):
+                self._load_all(cur)
+            else:
+                self._apply_changes(cur, self._applied, high)
+            self._applied = high
+            return high
+
+    def _load_all(self, cur: sqlite3.Cursor) -> None:
+        self._scope_of = array("i")
+        self._recallable = bytearray()
+        self._sparse.clear()
+        self._expires.clear()
+        for cache in self._caches.values():
+            cache.clear()
+        rows = cur.execute("SELECT seq, scope, status, type, trust, expires_at "
+                           "FROM memory_records ORDER BY seq DESC")
+        for row in rows:
+            self._set(*row)
+
+    def _apply_changes(self, cur: sqlite3.Cursor, after: int, upto: int) -> None:
+        rows = cur.execute(
+            """SELECT c.seq, r.scope, r.status, r.type, r.trust, r.expires_at
+               FROM (SELECT DISTINCT seq FROM record_changes WHERE id > ? AND id <= ?) AS c
+               LEFT JOIN memory_records AS r ON r.seq = c.seq""",
+            (after, upto),
+        ).fetchall()
+        for row in rows:
+            self._set(*row)
+            for cache in self._caches.values():
+                cache.pop(row[0], None)
+
+    def _set(self, seq: int, scope: str | None, status: str | None, kind: str | None,
+             trust: str | None, expires_at: str | None) -> None:
+        if status is None:  # deleted
+            scope_id, flag = -1, 0
+        else:
+            scope_id = self._scope_ids.setdefault(scope or "", len(self._scope_ids))
+            flag = int(status == "active"
+                       and not (kind == "procedural" and trust in _EXCLUDED_TRUST))
+        if seq >= DENSE_LIMIT or seq < 0:
+            self._sparse[seq] = (scope_id, flag)
+        else:
+            if seq >= len(self._recallable):
+                grow = max(seq + 1 - len(self._recallable), len(self._recallable) // 2, 1024)
+                self._scope_of.extend([-1] * grow)
+                self._recallable.extend(bytes(grow))
+            self._scope_of[seq] = scope_id
+            self._recallable[seq] = flag
+        if expires_at is None:
+            self._expires.pop(seq, None)
+        else:
+            self._expires[seq] = expires_at
+
+    # --- the recall filter -----------------------------------------------------------------
+
+    def recallable(self, seqs: Iterable[int], scopes: Sequence[str], now_iso: str,
+                   want: int) -> list[int]:
+        """The first `want` of `seqs` (in their order) that retrieval may show: active, in one
+        of `scopes`, not expired at `now_iso`, not procedural with agent or external trust.
+
+        A seq the view has not seen yet (written after the last sync) is left out.
+        """
+        out: list[int] = []
+        with self._lock:
+            allowed = {self._scope_ids[s] for s in scopes if s in self._scope_ids}
+            if not allowed:
+                return out
+            scope_of, flags, size = self._scope_of, self._recallable, len(self._recallable)
+            expires = self._expires
+            for seq in seqs:
+                if 0 <= seq < size:
+                    if not flags[seq] or scope_of[seq] not in allowed:
+                        continue
+                else:
+                    scope_id, flag = self._sparse.get(seq, (-1, 0))
+                    if not flag or scope_id not in allowed:
+                        continue
+                limit = expires.get(seq)
+                if limit is not None and limit <= now_iso:
+                    continue
+                out.append(seq)
+                if len(out) >= want:
+                    break
+        return out
+
+    # --- caches of derived values ----------------------------------------------------------
+
+    def cached(self, kind: str, seqs: Iterable[int]) -> tuple[dict[int, Any], list[int]]:
+        """(values found, seqs missing) in the `kind` cache."""
+        found: dict[int, Any] = {}
+        missing: list[int] = []
+        with self._lock:
+            cache = self._caches.setdefault(kind, OrderedDict())
+            for seq in seqs:
+                value = cache.get(seq)
+                if value is None:
+                    missing.append(seq)
+                else:
+                    cache.move_to_end(seq)
+                    found[seq] = value
+        return found, missing
+
+    def remember(self, kind: str, values: dict[int, Any], token: int) -> None:
+        """Cache values read after the sync that returned `token`, unless a change has been
+        applied since (the value may predate it)."""
+        if not values:
+            return
+        with self._lock:
+            if self._applied != token:
+                return
+            cache = self._caches.setdefault(kind, OrderedDict())
+            cache.update(values)
+            for seq in values:
+                cache.move_to_end(seq)
+            while len(cache) > self._max_cached:
+                cache.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._applied = None
+            for cache in self._caches.values():
+                cache.clear()
+
+
+class _Views:
+    """One RecordView per database file (a few, in tests)."""
+
+    _MAX_VIEWS = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._views: dict[str, RecordView] = {}
+
+    def get(self, key: str) -> RecordView:
+        with self._lock:
+            view = self._views.get(key)
+            if view is None:
+                if len(self._views) >= self._MAX_VIEWS:
+                    self._views.clear()
+                view = self._views[key] = RecordView()
+            return view
+
+    def clear(self) -> None:
+        with self._lock:
+            self._views.clear()
+
+
+VIEWS = _Views()
