@@ -31,6 +31,7 @@ log = structlog.get_logger()
 
 SWEPT_MAX_AGE = timedelta(days=30)
 TELEMETRY_KEEP = 100_000  # newest retrieval telemetry rows kept by the retention job
+CHANGES_KEEP = 50_000  # newest record_changes rows kept (an in-memory view reloads if behind)
 Report = dict[str, Any]
 
 
@@ -319,7 +320,8 @@ def retention(app: App, now: datetime) -> Report:
             "summaries": summarised if summarise else "disabled",
             "archive_deleted": _bound_archive(app),
             "swept_pruned": _prune_swept(app, now),
-            "telemetry_pruned": app.db.write_blocking(telemetry.prune, TELEMETRY_KEEP)}
+            "telemetry_pruned": app.db.write_blocking(telemetry.prune, TELEMETRY_KEEP),
+            "changes_pruned": app.db.write_blocking(records.prune_changes, CHANGES_KEEP)}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)

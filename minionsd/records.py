@@ -208,6 +208,17 @@ def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: s
                  (title, body, aux, term_counts(title, body, aux), iso(now), record_id))
 
 
+def prune_changes(conn: sqlite3.Connection, keep: int) -> int:
+    """Drop all but the newest `keep` rows of the record_changes log (migration 0006).
+
+    Readers that had not caught up past the pruned rows notice the gap and reload in full.
+    """
+    cursor = conn.execute(
+        "DELETE FROM record_changes WHERE id <= (SELECT max(id) FROM record_changes) - ?",
+        (keep,))
+    return cursor.rowcount
+
+
 def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[str, Any]:
     if not isinstance(record_id, str) or not record_id:
         raise InvalidParams("'id' must be a non-empty string", param="id")

@@ -48,6 +48,7 @@ import sqlite3
 import sys
 import threading
 import time
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -472,27 +473,46 @@ def _scopes(project: str | None, agent: str | None) -> list[str]:
     return scopes
 
 
-def _pool(conn: sqlite3.Connection, view: RecordView, plan: Plan, idf: dict[str, float],
-          size: int, scopes: list[str], now_iso: str) -> list[int]:
+def _pool(conn: sqlite3.Connection, view: RecordView, token: int, plan: Plan,
+          idf: dict[str, float], size: int, scopes: list[str], now_iso: str) -> list[int]:
     """The seqs of the `size` recallable rows the selecting terms point at most strongly.
 
     Every hit of a selecting term adds that term's idf to its row; rows are taken by that sum,
-    then newest first. SQL sums and orders the hits; the recall filters are checked in the
-    in-memory view, in that order, until `size` rows pass.
+    then newest first, and the recall filters are checked in the in-memory view in that order
+    until `size` rows pass. Hit lists come from FTS5, or from the view's cache while no record
+    has changed.
     """
+    groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
+    hits, missing = view.cached("hits", groups)
+    if missing:
+        fetched = _hits(conn, missing)
+        view.remember("hits", fetched, token)
+        hits |= fetched
+    weights: dict[int, float] = {}
+    for group in groups:
+        w = idf[group[0]]
+        for seq in hits[group]:
+            weights[seq] = weights.get(seq, 0.0) + w
+    # (weight, seq) pairs, largest first: by weight, then newest.
+    ranked = sorted(zip(weights.values(), weights.keys(), strict=True), reverse=True)
+    return view.recallable((seq for _w, seq in ranked), scopes, now_iso, size)
+
+
+def _hits(conn: sqlite3.Connection,
+          groups: list[tuple[str, int]]) -> dict[tuple[str, int], array[int]]:
+    """Rowids matching each (term, after rowid), at most ROW_BUDGET each, in one statement."""
     params: dict[str, Any] = {}
     parts = []
-    groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
     for i, (term, min_rowid) in enumerate(groups):
         parts.append(
-            f"SELECT rowid AS seq, :w{i} AS w FROM (SELECT rowid FROM memory_fts "
+            f"SELECT {i} AS g, rowid FROM (SELECT rowid FROM memory_fts "
             f"WHERE memory_fts MATCH :t{i} AND rowid > :m{i} LIMIT {ROW_BUDGET})"
         )
-        params |= {f"w{i}": idf[term], f"t{i}": quote_term(term), f"m{i}": min_rowid}
-    sql = (f"SELECT seq FROM ({' UNION ALL '.join(parts)}) "
-           "GROUP BY seq ORDER BY sum(w) DESC, seq DESC")
-    ranked = (row[0] for row in _cursor(conn).execute(sql, params))
-    return view.recallable(ranked, scopes, now_iso, size)
+        params |= {f"t{i}": quote_term(term), f"m{i}": min_rowid}
+    found: dict[tuple[str, int], array[int]] = {group: array("q") for group in groups}
+    for index, rowid in _cursor(conn).execute(" UNION ALL ".join(parts), params):
+        found[groups[index]].append(rowid)
+    return found
 
 
 def _record_view(conn: sqlite3.Connection) -> RecordView:
@@ -543,7 +563,7 @@ def fetch_candidates(
     if plan is None:
         return []
     idf = {t: _idf(dfs[t], stats.rows) for t in plan.scored}
-    pool = _pool(conn, view, plan, idf, math.ceil(POOL_FACTOR * limit),
+    pool = _pool(conn, view, token, plan, idf, math.ceil(POOL_FACTOR * limit),
                  _scopes(project, agent), now_iso)
     if not pool:
         return []

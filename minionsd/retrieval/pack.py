@@ -37,12 +37,13 @@ def _normalised_body(record: Mapping[str, Any]) -> str:
     return " ".join(body.split()).lower() if isinstance(body, str) else ""
 
 
-def _shingles(text: str) -> frozenset[str]:
-    # Joined into strings: a str caches its hash, a tuple recomputes it on every set operation.
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    # Tuples of words: cheaper to build than joined strings, and a set keeps each entry's hash,
+    # so comparing two shingle sets does not hash the tuples again.
     words = text.split()
     if len(words) < SHINGLE:
-        return frozenset([" ".join(words)])
-    return frozenset(map(" ".join, zip(words, words[1:], words[2:], strict=False)))
+        return frozenset([tuple(words)])
+    return frozenset(zip(words, words[1:], words[2:], strict=False))
 
 
 def dedupe(scored: list[Scored]) -> list[Scored]:
@@ -60,7 +61,7 @@ class _Distinct:
         self.seen_bodies: set[str] = set()
         # Admitted shingle sets sorted by size. Jaccard >= t needs the smaller set to have at
         # least t times the shingles of the larger, so only bodies of similar size are compared.
-        self.by_size: list[tuple[int, int, frozenset[str]]] = []
+        self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
 
     def admit(self, item: Scored) -> bool:
         body = _normalised_body(item.record)

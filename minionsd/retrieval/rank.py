@@ -160,13 +160,14 @@ def _age_days(created_at: Any, now: datetime) -> float | None:
     return max(0.0, (reference - moment).total_seconds() / 86400.0)
 
 
-def _scope_kind(scope: Any, project: str | None, agent: str | None) -> str:
-    if isinstance(scope, str):
-        if agent and scope == f"agent:{agent}":
-            return "agent"
-        if project and scope == f"project:{project}":
-            return "project"
-    return "global"
+def _scope_boosts(project: str | None, agent: str | None) -> dict[str, float]:
+    """Scope string -> boost for this task; any other scope counts as global."""
+    boosts = {}
+    if project:
+        boosts[f"project:{project}"] = SCOPE_BOOST["project"]
+    if agent:
+        boosts[f"agent:{agent}"] = SCOPE_BOOST["agent"]
+    return boosts
 
 
 def _bm25(record: Mapping[str, Any]) -> float:
@@ -191,6 +192,7 @@ def rank(
     best = min((_bm25(c) for c in candidates), default=0.0)
     matched = [c.get("matched_terms") for c in candidates]
     most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)
+    scope_boosts = _scope_boosts(project, agent)
     out = []
     for record in candidates:
         lexical = _bm25(record) / best if best < 0 else 1.0
@@ -204,7 +206,8 @@ def rank(
         parts = (
             ("lexical", max(0.0, min(1.0, lexical))),
             ("coverage", max(0.0, coverage)),
-            ("scope", SCOPE_BOOST[_scope_kind(record.get("scope"), project, agent)]),
+            ("scope", scope_boosts.get(scope, SCOPE_BOOST["global"])
+             if isinstance(scope := record.get("scope"), str) else SCOPE_BOOST["global"]),
             ("trust", TRUST_BOOST.get(str(record.get("trust")), 0.0)),
             ("path", _path_boost(record, files)),
             ("recency", 0.0 if age is None else W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)),

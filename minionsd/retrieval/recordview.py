@@ -7,7 +7,9 @@ of those is a row lookup in a table of multi-kilobyte rows. This module keeps in
 * a filter table for every record: a scope number and a recallable flag per seq (two arrays,
   about 5 bytes a record), plus ``expires_at`` for the few records that have one;
 * bounded LRU caches, by seq, of values derived from recently recalled rows (parsed term
-  counts, decoded records), filled by the caller.
+  counts, decoded records), filled by the caller;
+* a bounded LRU cache of FTS5 hit lists by search term, dropped whole at any change (a new or
+  changed record may add a hit to any term).
 
 Both follow the table through ``record_changes`` (migration 0006), which triggers append to on
 every insert, update and delete, whoever writes. :meth:`RecordView.sync` reads the changes
@@ -29,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 MAX_CACHED = 2000  # per cache kind; a parsed term-count entry is a few KB
+# Kinds whose entries are not per record: any change to any record drops the whole cache.
+WHOLE_KINDS = frozenset({"hits"})
 DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
 _EXCLUDED_TRUST = ("agent", "external")  # for procedural records
 
@@ -87,6 +91,8 @@ class RecordView:
                LEFT JOIN memory_records AS r ON r.seq = c.seq""",
             (after, upto),
         ).fetchall()
+        for kind in WHOLE_KINDS & self._caches.keys():
+            self._caches[kind].clear()
         for row in rows:
             self._set(*row)
             for cache in self._caches.values():
@@ -148,22 +154,23 @@ class RecordView:
 
     # --- caches of derived values ----------------------------------------------------------
 
-    def cached(self, kind: str, seqs: Iterable[int]) -> tuple[dict[int, Any], list[int]]:
-        """(values found, seqs missing) in the `kind` cache."""
-        found: dict[int, Any] = {}
-        missing: list[int] = []
+    def cached(self, kind: str, keys: Iterable[Any]) -> tuple[dict[Any, Any], list[Any]]:
+        """(values found, keys missing) in the `kind` cache (keys are seqs, except for the
+        kinds in WHOLE_KINDS)."""
+        found: dict[Any, Any] = {}
+        missing: list[Any] = []
         with self._lock:
             cache = self._caches.setdefault(kind, OrderedDict())
-            for seq in seqs:
-                value = cache.get(seq)
+            for key in keys:
+                value = cache.get(key)
                 if value is None:
-                    missing.append(seq)
+                    missing.append(key)
                 else:
-                    cache.move_to_end(seq)
-                    found[seq] = value
+                    cache.move_to_end(key)
+                    found[key] = value
         return found, missing
 
-    def remember(self, kind: str, values: dict[int, Any], token: int) -> None:
+    def remember(self, kind: str, values: dict[Any, Any], token: int) -> None:
         """Cache values read after the sync that returned `token`, unless a change has been
         applied since (the value may predate it)."""
         if not values:
@@ -173,8 +180,8 @@ class RecordView:
                 return
             cache = self._caches.setdefault(kind, OrderedDict())
             cache.update(values)
-            for seq in values:
-                cache.move_to_end(seq)
+            for key in values:
+                cache.move_to_end(key)
             while len(cache) > self._max_cached:
                 cache.popitem(last=False)
 
