@@ -41,11 +41,11 @@ FTS5 never disagree about a stem.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sqlite3
-import sys
 import threading
 import time
 from array import array
@@ -605,40 +605,52 @@ class _Counted:
     exact_length: bool  # False when FTS5 may count the words differently
 
 
-@dataclass(frozen=True)
 class _Stored:
-    """A row's stored term counts, parsed (cached in the record view)."""
+    """A row's stored term counts (cached in the record view).
 
-    id: str
-    length: int
-    exact: bool
-    by_stem: dict[str, float]  # stem -> weighted count (keys interned, values shared)
+    Parsing every line of a row costs several times more than pulling a query's stems out with
+    one regular expression, so a row is read stem by stem, on demand: `known` holds the counts
+    found so far and `seen` every stem looked for, so the text is searched again only when a
+    query asks for a stem not looked for before.
+    """
+
+    __slots__ = ("id", "length", "exact", "text", "seen", "known")
+
+    def __init__(self, record_id: str, length: int, exact: bool, text: str) -> None:
+        self.id = record_id
+        self.length = length
+        self.exact = exact
+        self.text = text
+        self.seen: frozenset[str] = frozenset()
+        self.known: dict[str, float] = {}
+
+    def weights(self, wanted: frozenset[str], key: tuple[str, ...]) -> dict[str, float]:
+        """stem -> weighted count for the stems of `wanted` (sorted: `key`) the row holds."""
+        if not wanted <= self.seen:
+            # One pattern per query (compiling one costs as much as searching ~20 rows), so
+            # it looks for all of `wanted`, not only the stems this row has not seen.
+            self.known.update((stem, float(count))
+                              for stem, count in _stem_pattern(key).findall(self.text))
+            # Threads may race here; they add equal values, and `seen` grows only after.
+            self.seen = self.seen | wanted
+        known = self.known
+        return {stem: known[stem] for stem in known.keys() & wanted}
 
 
-_NUMBERS: dict[str, float] = {}
-
-
-def _shared_number(text: str) -> float:
-    """float(text), one object per distinct value: counts repeat a few small numbers, and the
-    cache of parsed counts should not hold a float object per stem and row."""
-    value = _NUMBERS.get(text)
-    if value is None:
-        value = float(text)
-        if len(_NUMBERS) < 4096:
-            _NUMBERS[text] = value
-    return value
+@functools.lru_cache(maxsize=1024)
+def _stem_pattern(stems_sorted: tuple[str, ...]) -> re.Pattern[str]:
+    """Finds the count line of each of these stems in a stored term_counts text."""
+    return re.compile("\\n(" + "|".join(map(re.escape, stems_sorted)) + ") (\\S+)")
 
 
 def _parse_stored(record_id: str, stored: str | None) -> _Stored | None:
-    """The line form written by :func:`term_counts`; None for anything else."""
+    """The header of the line form written by :func:`term_counts`; None for anything else."""
     if not stored or not stored.startswith(COUNTS_FORMAT + " "):
         return None
-    words = stored.split()
-    if len(words) < 3 or len(words) % 2 == 0:
+    header = stored[: stored.find("\n")].split(" ")
+    if len(header) != 3 or not header[1].isdigit():
         return None
-    by_stem = dict(zip(map(sys.intern, words[3::2]), map(_shared_number, words[4::2]),
-                       strict=True))
-    return _Stored(record_id, int(words[1]), words[2] == "1", by_stem)
+    return _Stored(record_id, int(header[1]), header[2] == "1", stored)
 
 
 def _stem_terms(terms: Sequence[str]) -> dict[str, list[str]]:
@@ -654,7 +666,7 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
                 stem_terms: dict[str, list[str]]) -> list[_Counted]:
     """Column-weighted occurrences of each query stem in each pool row, and the row's length.
 
-    Read from the stored counts (parsed once, then cached in the record view); a row without
+    Read from the stored counts (cached in the record view, see _Stored); a row without
     them (written before they existed) is tokenised here: the same numbers, only slower.
     """
     found, missing = view.cached("counts", pool)
@@ -675,12 +687,11 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
         view.remember("counts", parsed, token)
         found |= parsed
     wanted = frozenset(stem_terms)
+    key = tuple(sorted(wanted))
     out = []
     for seq, entry in found.items():
-        by_stem = entry.by_stem
-        # A keys view & a set walks the smaller side in C: the query's stems, not the row's.
-        freq = {stem: by_stem[stem] for stem in by_stem.keys() & wanted}
-        out.append(_Counted(seq, entry.id, freq, entry.length, entry.exact))
+        out.append(_Counted(seq, entry.id, entry.weights(wanted, key), entry.length,
+                            entry.exact))
     if unstored:
         rows = _cursor(conn).execute(
             "SELECT seq, id, title, body, search_aux FROM memory_records "

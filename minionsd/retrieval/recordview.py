@@ -60,15 +60,22 @@ class RecordView:
     def sync(self, conn: sqlite3.Connection) -> int:
         """Catch up with memory_records; returns a token for :meth:`remember`."""
         cur = _cursor(conn)
-        low, high = cur.execute("SELECT min(id), max(id) FROM record_changes").fetchone()
+        # The newest change id ever given out (kept by AUTOINCREMENT even when the log has
+        # been pruned empty) and the oldest one still in the log.
+        high, low = cur.execute(
+            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'record_changes'), "
+            "(SELECT min(id) FROM record_changes)").fetchone()
         high = high or 0
         with self._lock:
-            if self._applied == high:
+            applied = self._applied
+            if applied is not None and high <= applied:
+                # Nothing new, or this connection reads an older snapshot than another reader
+                # already applied: never go back. An older token cannot store in a cache.
                 return high
-            if self._applied is None or (low is not None and low > self._applied + 1):
+            if applied is None or low is None or low > applied + 1:
                 self._load_all(cur)
             else:
-                self._apply_changes(cur, self._applied, high)
+                self._apply_changes(cur, applied, high)
             self._applied = high
             return high
 
@@ -130,6 +137,8 @@ class RecordView:
         A seq the view has not seen yet (written after the last sync) is left out.
         """
         out: list[int] = []
+        if want <= 0:
+            return out
         with self._lock:
             allowed = {self._scope_ids[s] for s in scopes if s in self._scope_ids}
             if not allowed:

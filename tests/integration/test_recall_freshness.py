@@ -1,0 +1,76 @@
+"""memory.retrieve through the real daemon never serves a record past a change to it: the
+in-memory record view and its caches follow retracts, pins, supersedes and new records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TASK = {"id": "W-7", "title": "ZookeeperSession expiry kills the KafkaMirror consumer",
+        "description": "After a zookeeper session expiry the mirror consumer stops."}
+
+
+def add(daemon, body: str, **extra) -> str:
+    params = {"body": body, "type": "semantic", "scope": "global", "trust": "human",
+              "source": "notes/archive/x.md"} | extra
+    return daemon.call("memory.add", **params)["id"]
+
+
+def configure(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text + '\n[agents.dallas]\nname = "Dallas"\n')
+
+
+def selected(daemon) -> list[str]:
+    result = daemon.call("memory.retrieve", task=TASK, project="atlas", agent="dallas")
+    assert result["mode"] == "active"
+    assert result["fallback_reason"] in (None, "no_results"), result
+    return [s["id"] for s in result["selected"]]
+
+
+@pytest.fixture
+def seeded(make_daemon, short_home):
+    configure(short_home, "")
+    d = make_daemon()
+    d.ids = {
+        "target": add(d, "ZookeeperSession expiry: raise the session timeout of the "
+                         "KafkaMirror consumer", title="Zookeeper session expiry",
+                      scope="project:atlas"),
+        "css": add(d, "The CSS grid breaks on Safari"),
+        "deploy": add(d, "Freeze deploys on Friday afternoons"),
+    }
+    return d
+
+
+def test_retracted_record_leaves_retrieval_and_a_new_one_joins(seeded):
+    d = seeded
+    assert selected(d) == [d.ids["target"]]
+    assert selected(d) == [d.ids["target"]]  # served warm (view and caches filled)
+    d.call("memory.retract", id=d.ids["target"], reason="wrong fix")
+    assert selected(d) == []
+    fresh = add(d, "KafkaMirror consumer: a zookeeper session expiry is survived by "
+                   "restarting the consumer", title="KafkaMirror restart", scope="agent:dallas")
+    assert selected(d) == [fresh]
+    result = d.call("memory.retrieve", task=TASK, project="atlas", agent="dallas")
+    assert fresh in result["text"] and d.ids["target"] not in result["text"]
+
+
+def test_pin_supersede_and_expire_are_followed(seeded):
+    d = seeded
+    target = d.ids["target"]
+    assert selected(d) == [target]
+    d.call("memory.retract", id=target, reason="wrong")
+    assert selected(d) == []
+    d.call("memory.pin", id=target)  # pinning makes the record active again
+    assert selected(d) == [target]
+    newer = add(d, "ZookeeperSession expiry in KafkaMirror is fixed by the 2.8 client upgrade",
+                title="Zookeeper session fix", scope="project:atlas")
+    assert set(selected(d)) == {target, newer}
+    d.call("memory.supersede", id=target, by=newer)
+    assert selected(d) == [newer]
+    d.call("memory.expire", id=newer)
+    assert selected(d) == []
+    # Other projects never see the project record, before or after the changes.
+    other = d.call("memory.retrieve", task=TASK, project="zeta", agent="dallas")
+    assert [s["id"] for s in other["selected"]] == []
