@@ -55,6 +55,7 @@ class Daemon:
             "home": str(app.home.root),
             "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
+            "index": {"fts_segments": await app.db.read(records.fts_segments)},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
             "llm": {"configured": app.llm_api_key() is not None},

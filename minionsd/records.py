@@ -18,7 +18,7 @@ from typing import Any
 from minionsd import ftsquery
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.retrieval.candidates import term_counts
+from minionsd.retrieval.candidates import term_counts, varints
 
 TYPES = ("semantic", "episodic", "procedural")
 STATUSES = ("active", "superseded", "retracted", "expired")
@@ -206,6 +206,34 @@ def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: s
     conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?,
                         term_counts = ?, updated_at = ? WHERE id = ?""",
                  (title, body, aux, term_counts(title, body, aux), iso(now), record_id))
+
+
+def fts_segments(conn: sqlite3.Connection) -> int | None:
+    """How many b-tree segments the FTS5 index is in (from its structure record, data id 10:
+    a 4-byte cookie, then varints nLevel, nSegment, ...); None if that cannot be read.
+
+    Every write transaction adds a segment and FTS5 merges them only now and then; each query
+    term searches every segment, so fewer segments make every search cheaper.
+    """
+    row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 10").fetchone()
+    if row is None or not isinstance(row[0], bytes) or len(row[0]) < 6:
+        return None
+    values = varints(row[0][4:])
+    return values[1] if len(values) >= 2 else None
+
+
+def fts_merge_step(conn: sqlite3.Connection, pages: int) -> int | None:
+    """Merge FTS5 segments, writing about `pages` pages (FTS5's incremental 'merge' command,
+    with a negative count so that it merges whatever levels it finds); the segments left."""
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (-abs(pages),))
+    return fts_segments(conn)
+
+
+def records_version(conn: sqlite3.Connection) -> int:
+    """The newest record_changes id ever given out: it moves whenever a record is written."""
+    row = conn.execute(
+        "SELECT seq FROM sqlite_sequence WHERE name = 'record_changes'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def prune_changes(conn: sqlite3.Connection, keep: int) -> int:

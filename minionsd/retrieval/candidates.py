@@ -231,7 +231,7 @@ class IndexStats:
         return self.total_tokens / self.rows if self.rows else 0.0
 
 
-def _varints(blob: bytes) -> list[int]:
+def varints(blob: bytes) -> list[int]:
     """Decode SQLite varints (big-endian 7-bit groups; a 9th byte carries 8 bits)."""
     values: list[int] = []
     i, n = 0, len(blob)
@@ -256,7 +256,7 @@ def index_stats(conn: sqlite3.Connection) -> IndexStats:
     """Row count and token total of memory_fts, from its averages record (data id 1)."""
     cur = _cursor(conn)
     row = cur.execute("SELECT block FROM memory_fts_data WHERE id = 1").fetchone()
-    values = _varints(row[0]) if row and row[0] else []
+    values = varints(row[0]) if row and row[0] else []
     max_rowid = cur.execute("SELECT max(id) FROM memory_fts_docsize").fetchone()[0] or 0
     if len(values) >= 2:
         return IndexStats(values[0], sum(values[1:]), max_rowid)
@@ -574,7 +574,7 @@ def fetch_candidates(
     lengths = {}
     if inexact:
         lengths = {
-            seq: sum(_varints(blob or b""))
+            seq: sum(varints(blob or b""))
             for seq, blob in _cursor(conn).execute(
                 "SELECT id, sz FROM memory_fts_docsize "
                 "WHERE id IN (SELECT value FROM json_each(?))",
