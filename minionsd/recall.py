@@ -10,6 +10,7 @@ Memory pair, so an agent always gets its prompt.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
 
@@ -53,7 +54,13 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
 
 
 async def retrieve(app: App, task: dict[str, Any], project: str | None,
-                   agent: str | None) -> dict[str, Any]:
+                   agent: str | None, *, wait_for_telemetry: bool = True) -> dict[str, Any]:
+    """One retrieval and its telemetry row.
+
+    With `wait_for_telemetry` the row is committed before this returns and a failure to store
+    it is reported as ``telemetry_error`` (prompt assembly then falls back to the legacy
+    pair); without, the row is queued on the writer and a failure is only logged.
+    """
     started = time.perf_counter()
     cfg = app.config
     now = app.now()
@@ -94,12 +101,23 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
            "selected_ids": [s["id"] for s in result["selected"]], "bytes": result["bytes"],
            "duration_ms": result["duration_ms"], "shadow": shadow and enabled,
            "fallback_reason": result["fallback_reason"], "error": error}
+    if not wait_for_telemetry:
+        queued = app.db.write_unsynced_nowait(telemetry.insert, row)
+        queued.add_done_callback(lambda done: _log_telemetry_failure(done, task["id"]))
+        return result
     try:
         await app.db.write_unsynced(telemetry.insert, row)
     except Exception as exc:
         log.exception("retrieval.telemetry_failed", task=task["id"])
         result["telemetry_error"] = f"{type(exc).__name__}: {exc}"
     return result
+
+
+def _log_telemetry_failure(done: Future[Any], task_id: str) -> None:
+    error = done.exception()
+    if error is not None:
+        log.error("retrieval.telemetry_failed", task=task_id,
+                  error=f"{type(error).__name__}: {error}")
 
 
 def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
@@ -155,10 +173,10 @@ class RecallSurface(Surface):
         async def memory_retrieve(task: Any, project: Any = None,
                                   agent: Any = None) -> dict[str, Any]:
             clean = check_task(task)
-            result = await retrieve(app, clean, check_optional_name(project, "project"),
-                                    check_optional_name(agent, "agent"))
-            result.pop("telemetry_error", None)
-            return result
+            # The row is queued, not awaited: the caller does not depend on it, and
+            # telemetry.retrievals waits for queued writes before it reads.
+            return await retrieve(app, clean, check_optional_name(project, "project"),
+                                  check_optional_name(agent, "agent"), wait_for_telemetry=False)
 
         async def prompt_assemble(task: Any, project: Any = None,
                                   agent: Any = None) -> dict[str, Any]:
@@ -167,6 +185,7 @@ class RecallSurface(Surface):
                                   check_optional_name(agent, "agent"))
 
         async def telemetry_retrievals(limit: Any = None) -> dict[str, Any]:
+            await app.db.settled()  # rows of retrievals that returned before this call
             return await app.db.read(telemetry.recent, limit)
 
         async def episode_capture(**params: Any) -> dict[str, Any]:

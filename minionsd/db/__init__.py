@@ -12,7 +12,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -152,6 +152,15 @@ class Database:
     def write_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """The same from a non-loop thread (jobs, consolidation)."""
         return self._writer.submit(self._in_transaction, fn, *args, **kwargs).result()
+
+    def write_unsynced_nowait(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """:meth:`write_unsynced` without waiting: the write is queued behind earlier ones.
+        The caller reports failures from the returned future."""
+        return self._writer.submit(self._in_unsynced_transaction, fn, *args)
+
+    async def settled(self) -> None:
+        """Wait until every write queued before this call has been committed (or failed)."""
+        await asyncio.wrap_future(self._writer.submit(lambda: None))
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -50,7 +50,7 @@ import threading
 import time
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -600,7 +600,8 @@ def fetch_candidates(
 class _Counted:
     seq: int
     id: str
-    freq: dict[str, float]  # stem -> column-weighted occurrences (query stems only)
+    freq: Mapping[str, float | str]  # query stem -> column-weighted occurrences (a number,
+    # or its text as stored)
     length: int  # words in title + body + aux
     exact_length: bool  # False when FTS5 may count the words differently
 
@@ -622,17 +623,19 @@ class _Stored:
         self.exact = exact
         self.text = text
         self.seen: frozenset[str] = frozenset()
-        self.known: dict[str, float] = {}
+        self.known: dict[str, str] = {}  # stem -> weighted count, as written
 
-    def weights(self, wanted: frozenset[str], key: tuple[str, ...]) -> dict[str, float]:
-        """stem -> weighted count for the stems of `wanted` (sorted: `key`) the row holds."""
+    def weights(self, wanted: frozenset[str], key: tuple[str, ...]) -> dict[str, str]:
+        """stem -> weighted count (text) for the stems of `wanted` (sorted: `key`) the row
+        holds."""
         if not wanted <= self.seen:
             # One pattern per query (compiling one costs as much as searching ~20 rows), so
             # it looks for all of `wanted`, not only the stems this row has not seen.
-            self.known.update((stem, float(count))
-                              for stem, count in _stem_pattern(key).findall(self.text))
+            found = dict(_stem_pattern(key).findall(self.text))
             # Threads may race here; they add equal values, and `seen` grows only after.
+            self.known.update(found)
             self.seen = self.seen | wanted
+            return found
         known = self.known
         return {stem: known[stem] for stem in known.keys() & wanted}
 
@@ -734,14 +737,19 @@ def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
     return out
 
 
-def _bm25(freq: dict[str, float], idf: dict[str, float], length: int, avgdl: float) -> float:
+def _bm25(freq: Mapping[str, float | str], idf: dict[str, float], length: int,
+          avgdl: float) -> float:
     """FTS5's bm25 for one row, as a negative number like bm25() returns.
 
     `freq` and `idf` are by stem; a stem's idf is the sum of its terms' idfs (two query words
     with one stem are two phrases to FTS5, each counting the same occurrences).
     """
     norm = BM25_K1 * (1.0 - BM25_B + (BM25_B * length / avgdl if avgdl else 0.0))
-    return -sum(idf[s] * f * (BM25_K1 + 1.0) / (f + norm) for s, f in freq.items())
+    total = 0.0
+    for stem, count in freq.items():
+        f = float(count)
+        total += idf[stem] * f * (BM25_K1 + 1.0) / (f + norm)
+    return -total
 
 
 def fetch_candidates_naive(
