@@ -9,6 +9,7 @@ Memory pair, so an agent always gets its prompt.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from concurrent.futures import Future
 from datetime import datetime
@@ -53,13 +54,61 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
     return {"candidates": len(found), "selected": selected, "pack": text}
 
 
+class TelemetryQueue:
+    """Telemetry rows of retrievals whose callers do not wait for them (memory.retrieve).
+
+    Rows are written together, at most FLUSH_DELAY_S after the first one arrives, in one
+    unsynced transaction: a transaction per retrieval would cost more than the retrieval's
+    own reads. A retrieval that must know its row is stored (prompt assembly) writes the
+    waiting rows with its own and waits; telemetry.retrievals flushes before it reads; stopping
+    the daemon flushes. A crash can lose the rows of the last FLUSH_DELAY_S.
+    """
+
+    FLUSH_DELAY_S = 0.05
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._rows: list[dict[str, Any]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, row: dict[str, Any]) -> None:
+        self._rows.append(row)
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.FLUSH_DELAY_S, self.flush)
+
+    def _take(self) -> list[dict[str, Any]]:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        rows, self._rows = self._rows, []
+        return rows
+
+    def flush(self) -> None:
+        rows = self._take()
+        if rows:
+            queued = self.app.db.write_unsynced_nowait(telemetry.insert_many, rows)
+            queued.add_done_callback(lambda done: _log_telemetry_failure(done, len(rows)))
+
+    async def write_with(self, row: dict[str, Any]) -> None:
+        """Store `row` (and any waiting rows) now; raises if that fails."""
+        await self.app.db.write_unsynced(telemetry.insert_many, [*self._take(), row])
+
+
+def _log_telemetry_failure(done: Future[Any], count: int) -> None:
+    error = done.exception()
+    if error is not None:
+        log.error("retrieval.telemetry_failed", rows=count,
+                  error=f"{type(error).__name__}: {error}")
+
+
 async def retrieve(app: App, task: dict[str, Any], project: str | None,
-                   agent: str | None, *, wait_for_telemetry: bool = True) -> dict[str, Any]:
+                   agent: str | None, queue: TelemetryQueue, *,
+                   wait_for_telemetry: bool = True) -> dict[str, Any]:
     """One retrieval and its telemetry row.
 
     With `wait_for_telemetry` the row is committed before this returns and a failure to store
     it is reported as ``telemetry_error`` (prompt assembly then falls back to the legacy
-    pair); without, the row is queued on the writer and a failure is only logged.
+    pair); without, the row is queued (see TelemetryQueue) and a failure is only logged.
     """
     started = time.perf_counter()
     cfg = app.config
@@ -102,22 +151,14 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
            "duration_ms": result["duration_ms"], "shadow": shadow and enabled,
            "fallback_reason": result["fallback_reason"], "error": error}
     if not wait_for_telemetry:
-        queued = app.db.write_unsynced_nowait(telemetry.insert, row)
-        queued.add_done_callback(lambda done: _log_telemetry_failure(done, task["id"]))
+        queue.add(row)
         return result
     try:
-        await app.db.write_unsynced(telemetry.insert, row)
+        await queue.write_with(row)
     except Exception as exc:
         log.exception("retrieval.telemetry_failed", task=task["id"])
         result["telemetry_error"] = f"{type(exc).__name__}: {exc}"
     return result
-
-
-def _log_telemetry_failure(done: Future[Any], task_id: str) -> None:
-    error = done.exception()
-    if error is not None:
-        log.error("retrieval.telemetry_failed", task=task_id,
-                  error=f"{type(error).__name__}: {error}")
 
 
 def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
@@ -137,7 +178,7 @@ def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
 
 
 async def assemble(app: App, task: dict[str, Any], project: str | None,
-                   agent: str | None) -> dict[str, Any]:
+                   agent: str | None, queue: TelemetryQueue) -> dict[str, Any]:
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections: list[prompt.Section] = []
@@ -145,7 +186,7 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
                                    fence_max)
     if pinned is not None:
         sections.append(pinned)
-    retrieval = await retrieve(app, task, project, agent)
+    retrieval = await retrieve(app, task, project, agent, queue)
     use_pack = (retrieval["mode"] == "active" and retrieval["fallback_reason"] is None
                 and "telemetry_error" not in retrieval)
     if use_pack:
@@ -157,6 +198,13 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
 
 
 class RecallSurface(Surface):
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self.telemetry = TelemetryQueue(app)
+
+    async def stop(self) -> None:
+        self.telemetry.flush()
+
     def _capture(self, params: dict[str, Any]) -> dict[str, Any]:
         decision = build_episode(params, capture_enabled=self.app.config[
             "engine.memory_episodic_capture"])
@@ -176,16 +224,18 @@ class RecallSurface(Surface):
             # The row is queued, not awaited: the caller does not depend on it, and
             # telemetry.retrievals waits for queued writes before it reads.
             return await retrieve(app, clean, check_optional_name(project, "project"),
-                                  check_optional_name(agent, "agent"), wait_for_telemetry=False)
+                                  check_optional_name(agent, "agent"), self.telemetry,
+                                  wait_for_telemetry=False)
 
         async def prompt_assemble(task: Any, project: Any = None,
                                   agent: Any = None) -> dict[str, Any]:
             clean = check_task(task)
             return await assemble(app, clean, check_optional_name(project, "project"),
-                                  check_optional_name(agent, "agent"))
+                                  check_optional_name(agent, "agent"), self.telemetry)
 
         async def telemetry_retrievals(limit: Any = None) -> dict[str, Any]:
-            await app.db.settled()  # rows of retrievals that returned before this call
+            self.telemetry.flush()  # rows of retrievals that returned before this call
+            await app.db.settled()
             return await app.db.read(telemetry.recent, limit)
 
         async def episode_capture(**params: Any) -> dict[str, Any]:

@@ -14,13 +14,17 @@ MAX_ROWS = 1000
 
 
 def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
-    conn.execute(
+    insert_many(conn, [row])
+
+
+def insert_many(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    conn.executemany(
         """INSERT INTO retrieval_telemetry (at, task_id, project, agent, terms, candidates,
                selected_ids, bytes, duration_ms, shadow, fallback_reason, error)
            VALUES (:at, :task_id, :project, :agent, :terms, :candidates, :selected_ids,
                :bytes, :duration_ms, :shadow, :fallback_reason, :error)""",
-        row | {"terms": json.dumps(row["terms"]), "selected_ids": json.dumps(row["selected_ids"]),
-               "shadow": int(row["shadow"])})
+        [row | {"terms": json.dumps(row["terms"]), "selected_ids": json.dumps(row["selected_ids"]),
+                "shadow": int(row["shadow"])} for row in rows])
 
 
 def recent(conn: sqlite3.Connection, limit: Any) -> dict[str, Any]:

@@ -74,3 +74,19 @@ def test_pin_supersede_and_expire_are_followed(seeded):
     # Other projects never see the project record, before or after the changes.
     other = d.call("memory.retrieve", task=TASK, project="zeta", agent="dallas")
     assert [s["id"] for s in other["selected"]] == []
+
+
+def test_queued_telemetry_rows_are_read_back_and_survive_a_stop(seeded, make_daemon):
+    """memory.retrieve does not wait for its telemetry row, but no row goes missing: reads
+    see every earlier retrieval, and a SIGTERM right after writes the queued rows first."""
+    d = seeded
+    for n in range(5):
+        d.call("memory.retrieve", task=TASK | {"id": f"W-q{n}"}, project="atlas", agent="dallas")
+    rows = d.call("telemetry.retrievals", limit=10)["rows"]
+    assert [r["task_id"] for r in rows[:5]] == [f"W-q{n}" for n in reversed(range(5))]
+    for n in range(3):
+        d.call("memory.retrieve", task=TASK | {"id": f"W-s{n}"}, project="atlas", agent="dallas")
+    assert d.stop() == 0
+    again = make_daemon()
+    rows = again.call("telemetry.retrievals", limit=3)["rows"]
+    assert [r["task_id"] for r in rows] == ["W-s2", "W-s1", "W-s0"]
