@@ -15,20 +15,24 @@ scores most of the table (a third of a second at 100k notes). Here the FTS5 work
    ``RARE_BUDGET + 1``: a rare term's df is exact, a common term costs no more than the cap.
    For a term that reaches the cap the df is estimated from the newest ``SAMPLE_ROWS`` rows.
    Non-zero dfs are cached per database for a few minutes (a df that has grown since only
-   shifts an idf a little); a zero is never cached, so a term that just appeared in a new
-   record is searched at once.
+   shifts an idf a little); a zero only until any record changes, so a term that just
+   appeared in a new record is searched at once.
 2. **Pool.** The rarest terms whose hits add up to at most ``RARE_BUDGET`` select candidates
    from every row. Up to ``WIDE_TERMS`` further terms that occur in at most ``COMMON_SHARE`` of
    the rows select candidates too, but only from the newest rows when their hits would not fit
    the rest of the budget (a rowid window). More common terms never select candidates. Each hit
-   adds its term's idf to the row; after the retrieval filters the ``POOL_FACTOR * limit`` rows
-   with the highest sums (then the newest) form the pool.
+   adds its term's idf to the row; the ``POOL_FACTOR * limit`` rows with the highest sums (then
+   the newest) that pass the retrieval filters form the pool. The filters are checked in the
+   in-memory record view (:mod:`minionsd.retrieval.recordview`), which also caches hit lists
+   per term, and term counts and rows per record, until the records change.
 3. **Score.** Each pool row gets bm25 over *all* terms that occur in the index, computed with
    FTS5's formula and parameters: k1 = 1.2, b = 0.75, column weights title 4, body 1, aux 2,
-   avgdl from the FTS5 averages record, the row length counted here (or read from FTS5's
-   ``docsize`` table for non-ASCII rows). It equals what ``bm25(memory_fts, 4, 1, 2)`` gives in
-   the one-OR query, up to the df estimates. The best ``limit`` rows are returned with it as
-   ``bm25`` (more negative is better) and ``matched_terms``.
+   avgdl from the FTS5 averages record, term counts and row length from the counts stored with
+   the record (:func:`term_counts`; a row without them is tokenised here; the length of a
+   non-ASCII row is read from FTS5's ``docsize`` table). It equals what
+   ``bm25(memory_fts, 4, 1, 2)`` gives in the one-OR query, up to the df estimates. The best
+   ``limit`` rows are read in full and returned with it as ``bm25`` (more negative is better)
+   and ``matched_terms``.
 
 So a term too common to select candidates still counts in the score, and the cost does not grow
 with the table: what grows is only the chance that, for a topic with thousands of notes, the

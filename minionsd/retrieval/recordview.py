@@ -30,7 +30,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-MAX_CACHED = 2000  # per cache kind; a parsed term-count entry is a few KB
+MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
+# Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
+MAX_CACHED_BY_KIND = {"hits": 1000}
 # Kinds whose entries are not per record: any change to any record drops the whole cache.
 WHOLE_KINDS = frozenset({"hits"})
 DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
@@ -191,7 +193,8 @@ class RecordView:
             cache.update(values)
             for key in values:
                 cache.move_to_end(key)
-            while len(cache) > self._max_cached:
+            limit = min(self._max_cached, MAX_CACHED_BY_KIND.get(kind, self._max_cached))
+            while len(cache) > limit:
                 cache.popitem(last=False)
 
     def clear(self) -> None:
