@@ -14,7 +14,13 @@ Sections:
 4. consolidation  (a) regex-path throughput on 1,000 inbox notes, forced batches of 50;
              (b) watch latency: 5th note lands -> archived and searchable
 5. retrieval `memory.retrieve` / `prompt.assemble` at 10k and N records vs the bare FTS5
-             naive-OR candidate query for the same terms
+             naive-OR candidate query for the same terms: 20 tasks cycled (what the daemon
+             caches about them is warm after the first round), then tasks never asked before
+             (cold: nothing about them cached)
+
+After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
+index segments the load left, as it would have long before a search in a long-running daemon,
+and prints how long that took.
 
 Every daemon runs on a temp home under /tmp (short socket path) and is stopped with SIGTERM
 at the end, also on Ctrl-C. Slow sections are bounded by time budgets (--search-budget-s,
