@@ -3,23 +3,12 @@ in-memory record view and its caches follow retracts, pins, supersedes and new r
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+
+from tests.integration.test_recall import add, configure
 
 TASK = {"id": "W-7", "title": "ZookeeperSession expiry kills the KafkaMirror consumer",
         "description": "After a zookeeper session expiry the mirror consumer stops."}
-
-
-def add(daemon, body: str, **extra) -> str:
-    params = {"body": body, "type": "semantic", "scope": "global", "trust": "human",
-              "source": "notes/archive/x.md"} | extra
-    return daemon.call("memory.add", **params)["id"]
-
-
-def configure(home: Path, text: str) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text(text + '\n[agents.dallas]\nname = "Dallas"\n')
 
 
 def selected(daemon) -> list[str]:
