@@ -553,11 +553,14 @@ def bench_retrieval(daemon: Daemon, vocab: bench_data.Vocabulary, args: argparse
                     if method == "memory.retrieve":
                         key = f"{result.get('mode')}/{result.get('fallback_reason')}"
                         modes[key] = modes.get(key, 0) + 1
-            t0 = time.perf_counter_ns()
-            conn.execute(sql, (expression,)).fetchall()
-            elapsed = time.perf_counter_ns() - t0
-            if i >= warmup:
-                timings["naive-OR floor (in-process)"].append(elapsed)
+            # The floor costs up to a second a query at 100k: time it on every 4th task
+            # only (the first 20 always), so it does not eat the section's time budget.
+            if i < 20 or i % 4 == 0:
+                t0 = time.perf_counter_ns()
+                conn.execute(sql, (expression,)).fetchall()
+                elapsed = time.perf_counter_ns() - t0
+                if i >= warmup:
+                    timings["naive-OR floor (in-process)"].append(elapsed)
             if i % 20 == 0:
                 progress(f"  retrieval {i}/{warmup + samples}")
         end_progress()
@@ -565,7 +568,8 @@ def bench_retrieval(daemon: Daemon, vocab: bench_data.Vocabulary, args: argparse
             fresh_retrievals(client, vocab, args)
     conn.close()
     floor = timings["naive-OR floor (in-process)"]
-    say(f"   ({len(floor)} samples each after {warmed} warm-up, tasks cycled)")
+    counts = ", ".join(f"{label.split(' ')[0]} {len(values)}" for label, values in timings.items())
+    say(f"   (samples after {warmed} warm-up, tasks cycled: {counts})")
     say(f"   {'':34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  vs naive-OR p50 / p99")
     for label, values in timings.items():
         ratio = "" if values is floor else (

@@ -614,37 +614,38 @@ class _Stored:
     """A row's stored term counts (cached in the record view).
 
     Parsing every line of a row costs several times more than pulling a query's stems out with
-    one regular expression, so a row is read stem by stem, on demand: `known` holds the counts
-    found so far and `seen` every stem looked for, so the text is searched again only when a
-    query asks for a stem not looked for before.
+    one regular expression, so a row is read stem by stem, on demand: `known` maps every stem
+    looked for so far to its count as written ("" when the row lacks it), and the text is
+    searched again only when a query asks for a stem not looked for before. `known` is
+    replaced, never changed in place, so threads sharing an entry always see a whole one; it is
+    started afresh past MAX_KNOWN stems, which bounds an entry's size.
     """
 
-    __slots__ = ("id", "length", "exact", "text", "seen", "known")
+    __slots__ = ("id", "length", "exact", "text", "known")
+    MAX_KNOWN = 256
 
     def __init__(self, record_id: str, length: int, exact: bool, text: str) -> None:
         self.id = record_id
         self.length = length
         self.exact = exact
         self.text = text
-        self.seen: frozenset[str] = frozenset()
-        self.known: dict[str, str] = {}  # stem -> weighted count, as written
+        self.known: dict[str, str] = {}
 
     def weights(self, wanted: frozenset[str], key: tuple[str, ...]) -> dict[str, str]:
         """stem -> weighted count (text) for the stems of `wanted` (sorted: `key`) the row
         holds."""
-        if not wanted <= self.seen:
-            # One pattern per query (compiling one costs as much as searching ~20 rows), so
-            # it looks for all of `wanted`, not only the stems this row has not seen.
-            found = dict(_stem_pattern(key).findall(self.text))
-            # Threads may race here; they add equal values, and `seen` grows only after.
-            self.known.update(found)
-            self.seen = self.seen | wanted
-            return found
         known = self.known
-        return {stem: known[stem] for stem in known.keys() & wanted}
+        if known.keys() >= wanted:
+            return {stem: value for stem in wanted if (value := known[stem])}
+        # One pattern per query (compiling one costs as much as searching ~20 rows), so it
+        # looks for all of `wanted`, not only the stems this row has not seen.
+        found = dict(_stem_pattern(key).findall(self.text))
+        kept = known if len(known) <= self.MAX_KNOWN else {}
+        self.known = {**kept, **dict.fromkeys(wanted, ""), **found}
+        return found
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=256)
 def _stem_pattern(stems_sorted: tuple[str, ...]) -> re.Pattern[str]:
     """Finds the count line of each of these stems in a stored term_counts text."""
     return re.compile("\\n(" + "|".join(map(re.escape, stems_sorted)) + ") (\\S+)")

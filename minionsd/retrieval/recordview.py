@@ -35,6 +35,9 @@ MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few K
 MAX_CACHED_BY_KIND = {"hits": 1000}
 # Kinds whose entries are not per record: any change to any record drops the whole cache.
 WHOLE_KINDS = frozenset({"hits"})
+# More changes than this since the last look (a bulk import): reload the table in one streamed
+# pass instead, which also drops every cached value.
+RELOAD_AFTER_CHANGES = 5000
 DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
 _EXCLUDED_TRUST = ("agent", "external")  # for procedural records
 
@@ -74,7 +77,8 @@ class RecordView:
                 # Nothing new, or this connection reads an older snapshot than another reader
                 # already applied: never go back. An older token cannot store in a cache.
                 return high
-            if applied is None or low is None or low > applied + 1:
+            if (applied is None or low is None or low > applied + 1
+                    or high - applied > RELOAD_AFTER_CHANGES):
                 self._load_all(cur)
             else:
                 self._apply_changes(cur, applied, high)
@@ -99,7 +103,7 @@ class RecordView:
                FROM (SELECT DISTINCT seq FROM record_changes WHERE id > ? AND id <= ?) AS c
                LEFT JOIN memory_records AS r ON r.seq = c.seq""",
             (after, upto),
-        ).fetchall()
+        )
         for kind in WHOLE_KINDS & self._caches.keys():
             self._caches[kind].clear()
         for row in rows:
