@@ -118,30 +118,40 @@ def render_item(record: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _min_size(record: Mapping[str, Any]) -> int:
+def min_size(record: Mapping[str, Any]) -> int:
     """A lower bound of the rendered size in bytes: the stripped body's length in characters."""
     body = record.get("body")
     return len(body.strip()) if isinstance(body, str) else 0
 
 
 def pack(
-    scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False
+    scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
+    smallest: int = 0,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
 
     With `distinct`, an item is checked against the packed ones for (near) duplicate bodies
     only once it fits: cheaper than deduping every candidate first, and a smaller copy of a
     best item too big to fit can still carry its content.
+
+    `smallest`, if given, must not exceed :func:`min_size` of any item: once the room left is
+    below it, nothing more can fit and the rest of `scored` is not read (with a lazy ranking,
+    not even scored).
     """
     chosen: list[tuple[Scored, int]] = []
     parts: list[str] = []
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
     seen = _Distinct(top_k) if distinct else None
+
+    def full() -> bool:
+        return (len(chosen) >= top_k
+                or used + smallest + (separator if chosen else 0) > max_bytes)
+
+    if full():
+        return "", chosen
     for item in scored:
-        if len(chosen) >= top_k:
-            break
-        if used + _min_size(item.record) > max_bytes:
+        if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
         text = render_item(item.record)
         size = len(text.encode("utf-8"))
@@ -153,4 +163,6 @@ def pack(
         chosen.append((item, size))
         parts.append(text)
         used += extra
+        if full():
+            break  # before the next item is read
     return ITEM_SEPARATOR.join(parts), chosen

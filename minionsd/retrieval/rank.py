@@ -25,10 +25,11 @@ similar lexical strength, and cannot lift a weak lexical match above a much stro
 
 from __future__ import annotations
 
+import heapq
 import math
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -186,6 +187,25 @@ def rank(
     now: datetime,
 ) -> list[Scored]:
     """Score and order the candidates, best first (ties by id ascending)."""
+    return list(rank_lazily(candidates, task_files=task_files, project=project, agent=agent,
+                            now=now))
+
+
+def rank_lazily(
+    candidates: Sequence[Mapping[str, Any]],
+    *,
+    task_files: Sequence[str],
+    project: str | None,
+    agent: str | None,
+    now: datetime,
+) -> Iterator[Scored]:
+    """The candidates in :func:`rank` order, scored as they are asked for.
+
+    The path boost is most of the cost of a score, so every other part is worked out first;
+    a record's path boost is worked out only when, with the largest boost it could get, it
+    could come next. A caller that stops early (packing stops once nothing else can fit)
+    skips the path boosts of the records it never reached.
+    """
     # Paths compare case-insensitively: "Src/Auth.py" in a note means src/auth.py.
     files = _TaskFiles.of(
         [p.lower() for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p])
@@ -193,29 +213,49 @@ def rank(
     matched = [c.get("matched_terms") for c in candidates]
     most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)
     scope_boosts = _scope_boosts(project, agent)
-    out = []
-    for record in candidates:
-        lexical = _bm25(record) / best if best < 0 else 1.0
-        count = record.get("matched_terms")
-        coverage = (
-            W_COVERAGE * count / most
-            if most > 0 and isinstance(count, int) and not isinstance(count, bool)
-            else 0.0
-        )
-        age = _age_days(record.get("created_at"), now)
-        parts = (
-            ("lexical", max(0.0, min(1.0, lexical))),
-            ("coverage", max(0.0, coverage)),
-            ("scope", scope_boosts.get(scope, SCOPE_BOOST["global"])
-             if isinstance(scope := record.get("scope"), str) else SCOPE_BOOST["global"]),
-            ("trust", TRUST_BOOST.get(str(record.get("trust")), 0.0)),
-            ("path", _path_boost(record, files)),
-            ("recency", 0.0 if age is None else W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)),
-            ("importance", W_IMPORTANCE * _unit(record.get("importance"))),
-            ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
-            ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
-             else 0.0),
-        )
-        out.append(Scored(sum(v for _, v in parts), record, parts))
-    out.sort(key=lambda s: (-s.score, s.id))
-    return out
+    most_path = W_PATH_EXACT if files.files else 0.0
+    pending: list[tuple[Any, ...]] = []
+    for index, record in enumerate(candidates):
+        parts = _parts_without_path(record, best, most, scope_boosts, now)
+        record_id = str(record.get("id", ""))
+        # The bound is nudged up so that float rounding cannot put a score above it.
+        bound = sum(v for _, v in parts) + most_path + 1e-9
+        pending.append((-bound, record_id, index, parts, False))
+    heapq.heapify(pending)
+    while pending:
+        negative, record_id, index, parts, exact = heapq.heappop(pending)
+        if exact:
+            yield parts
+            continue
+        record = candidates[index]
+        path = _path_boost(record, files) if most_path else 0.0
+        full = (*parts[:4], ("path", path), *parts[4:])
+        scored = Scored(sum(v for _, v in full), record, full)
+        heapq.heappush(pending, (-scored.score, record_id, index, scored, True))
+
+
+def _parts_without_path(record: Mapping[str, Any], best: float, most: int,
+                        scope_boosts: dict[str, float],
+                        now: datetime) -> tuple[tuple[str, float], ...]:
+    """Every part of the score but the path boost, in the order of the sum."""
+    lexical = _bm25(record) / best if best < 0 else 1.0
+    count = record.get("matched_terms")
+    coverage = (
+        W_COVERAGE * count / most
+        if most > 0 and isinstance(count, int) and not isinstance(count, bool)
+        else 0.0
+    )
+    age = _age_days(record.get("created_at"), now)
+    scope = record.get("scope")
+    return (
+        ("lexical", max(0.0, min(1.0, lexical))),
+        ("coverage", max(0.0, coverage)),
+        ("scope", scope_boosts.get(scope, SCOPE_BOOST["global"])
+         if isinstance(scope, str) else SCOPE_BOOST["global"]),
+        ("trust", TRUST_BOOST.get(str(record.get("trust")), 0.0)),
+        ("recency", 0.0 if age is None else W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)),
+        ("importance", W_IMPORTANCE * _unit(record.get("importance"))),
+        ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
+        ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
+         else 0.0),
+    )

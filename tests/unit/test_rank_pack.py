@@ -244,3 +244,78 @@ def test_pack_distinct_skips_an_item_too_big_and_packs_the_next() -> None:
              Scored(2.0, rec("M-small", body=words))]
     _text, chosen = pack(items, top_k=8, max_bytes=2000, distinct=True)
     assert [s.id for s, _ in chosen] == ["M-small"]
+
+
+# --- lazy ranking and packing that stops early ------------------------------------------------
+
+_FILES = ["src/auth/token.py", "lib/cache.ts", "docs/retry.md"]
+_lazy_records = st.lists(
+    st.builds(
+        lambda i, bm25, paths, mention, trust, importance, day: rec(
+            f"M-{i:03d}", bm25, paths=paths, trust=trust, importance=importance,
+            body=f"note {i} " + (f"see {mention} for details " if mention else "") + "x" * (i % 7),
+            created_at=f"2026-05-{day:02d}T00:00:00.000Z"),
+        st.integers(0, 40), st.floats(-20, -0.1),
+        st.lists(st.sampled_from([*_FILES, "other/token.py", "zzz.py", "auth/token.py"]),
+                 max_size=2),
+        st.sampled_from([None, *_FILES, "x/cache.ts"]),
+        st.sampled_from(["human", "system", "agent", "external"]),
+        st.sampled_from([0.0, 0.5, 1.0]), st.integers(1, 28)),
+    max_size=25)
+
+
+@given(_lazy_records, st.lists(st.sampled_from(_FILES), max_size=2))
+def test_lazy_ranking_is_the_full_ranking_in_order(records: list[dict[str, Any]],
+                                                   files: list[str]) -> None:
+    from minionsd.retrieval.rank import rank_lazily
+
+    full = rank(records, task_files=files, project=None, agent=None, now=NOW)
+    lazy = list(rank_lazily(records, task_files=files, project=None, agent=None, now=NOW))
+    assert [(s.id, s.score, s.parts) for s in lazy] == [(s.id, s.score, s.parts) for s in full]
+    keys = [(-s.score, s.id) for s in full]
+    assert keys == sorted(keys)
+    assert all(s.score == sum(v for _, v in s.parts) for s in full)
+    assert all(len(s.parts) == 9 and s.parts[4][0] == "path" for s in full)
+
+
+def test_lazy_ranking_skips_path_boosts_it_is_not_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from minionsd.retrieval import rank as rank_mod
+
+    calls: list[str] = []
+    real = rank_mod._path_boost
+    monkeypatch.setattr(rank_mod, "_path_boost",
+                        lambda record, files: calls.append(record["id"]) or real(record, files))
+    records = [rec(f"M-{i:02d}", -20.0 + i * 0.5) for i in range(30)]  # M-00 is the strongest
+    first = next(rank_mod.rank_lazily(records, task_files=["a/b.py"], project=None, agent=None,
+                                      now=NOW))
+    assert first.id == "M-00"
+    assert 1 <= len(calls) < 30  # only records that could still beat M-00 were looked at
+
+
+@given(_lazy_records, st.integers(200, 3000), st.integers(1, 8))
+def test_pack_that_stops_early_packs_the_same(records: list[dict[str, Any]], max_bytes: int,
+                                              top_k: int) -> None:
+    from minionsd.retrieval.pack import min_size
+
+    ranked = rank(records, task_files=_FILES[:1], project=None, agent=None, now=NOW)
+    smallest = min(map(min_size, records), default=0)
+    plain = pack(ranked, top_k=top_k, max_bytes=max_bytes, distinct=True)
+    early = pack(iter(ranked), top_k=top_k, max_bytes=max_bytes, distinct=True,
+                 smallest=smallest)
+    assert early[0] == plain[0]
+    assert [(s.id, n) for s, n in early[1]] == [(s.id, n) for s, n in plain[1]]
+
+
+def test_pack_stops_reading_once_nothing_can_fit() -> None:
+    records = [rec(f"M-{i}", body="y" * 600) for i in range(20)]
+    ranked = rank(records, task_files=[], project=None, agent=None, now=NOW)
+    read: list[str] = []
+
+    def reading() -> Any:
+        for item in ranked:
+            read.append(item.id)
+            yield item
+
+    text, chosen = pack(reading(), top_k=8, max_bytes=1500, smallest=600)
+    assert len(chosen) == 2 and len(read) == 2  # a third 600-byte body can never fit in 1500
