@@ -94,6 +94,13 @@ class Scheduler:
         burst of writes this brings searches back to their cost on a merged index. It waits
         for a quiet tick so bursts are not slowed, and stops when records are written again.
         """
+        try:
+            return await self._merge_segments()
+        except Exception:
+            log.exception("fts.upkeep_failed")
+            return None
+
+    async def _merge_segments(self) -> int | None:
         db = self.app.db
         version = await db.read(records.records_version)
         quiet, self._records_seen = version == self._records_seen, version
