@@ -208,25 +208,42 @@ def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: s
                  (title, body, aux, term_counts(title, body, aux), iso(now), record_id))
 
 
+def _fts_structure(conn: sqlite3.Connection) -> bytes | None:
+    row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 10").fetchone()
+    return row[0] if row is not None and isinstance(row[0], bytes) else None
+
+
+def _segment_count(structure: bytes | None) -> int | None:
+    # A 4-byte cookie, then varints nLevel, nSegment, ... (FTS5's structure record).
+    if structure is None or len(structure) < 6:
+        return None
+    values = varints(structure[4:])
+    return values[1] if len(values) >= 2 else None
+
+
 def fts_segments(conn: sqlite3.Connection) -> int | None:
-    """How many b-tree segments the FTS5 index is in (from its structure record, data id 10:
-    a 4-byte cookie, then varints nLevel, nSegment, ...); None if that cannot be read.
+    """How many b-tree segments the FTS5 index is in (from its structure record, data id 10);
+    None if that cannot be read.
 
     Every write transaction adds a segment and FTS5 merges them only now and then; each query
     term searches every segment, so fewer segments make every search cheaper.
     """
-    row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 10").fetchone()
-    if row is None or not isinstance(row[0], bytes) or len(row[0]) < 6:
-        return None
-    values = varints(row[0][4:])
-    return values[1] if len(values) >= 2 else None
+    return _segment_count(_fts_structure(conn))
 
 
-def fts_merge_step(conn: sqlite3.Connection, pages: int) -> int | None:
-    """Merge FTS5 segments, writing about `pages` pages (FTS5's incremental 'merge' command,
-    with a negative count so that it merges whatever levels it finds); the segments left."""
-    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (-abs(pages),))
-    return fts_segments(conn)
+def fts_merge_step(conn: sqlite3.Connection, pages: int) -> tuple[int | None, bool]:
+    """One step of FTS5's incremental 'merge' (about `pages` pages written): (segments left,
+    whether anything was merged).
+
+    It merges segments of the same level only (migration 0006 sets 'usermerge' to 2, so two on
+    a level are enough): new small segments are merged with each other, and the big segment of
+    a large index is rewritten only when a merge reaches its level, as in any log-structured
+    merge. (A negative count would rewrite the whole index every time.)
+    """
+    before = _fts_structure(conn)
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (abs(pages),))
+    after = _fts_structure(conn)
+    return _segment_count(after), after != before
 
 
 def records_version(conn: sqlite3.Connection) -> int:

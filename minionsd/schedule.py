@@ -28,9 +28,9 @@ EXPIRY_INTERVAL_S = 300
 RETENTION_INTERVAL_S = 3600
 # Private upkeep of the FTS5 index (not a maintenance.run job): once no record has been
 # written for a tick, merge index segments while there are more than the target.
-FTS_UPKEEP_INTERVAL_S = 3
+FTS_UPKEEP_INTERVAL_S = 5
 FTS_SEGMENT_TARGET = 4
-FTS_MERGE_PAGES = 1000  # per write transaction: about 0.1-0.3 s of writer time at 100k notes
+FTS_MERGE_PAGES = 500  # per write transaction: tens of ms of writer time
 FTS_MERGE_BUDGET_S = 2.0  # per tick
 
 
@@ -111,8 +111,10 @@ class Scheduler:
         while segments is not None and segments > FTS_SEGMENT_TARGET:
             if time.monotonic() > deadline or await db.read(records.records_version) != version:
                 break
-            segments = await db.write(records.fts_merge_step, FTS_MERGE_PAGES)
-            log.debug("fts.merged", segments=segments)
+            segments, merged = await db.write(records.fts_merge_step, FTS_MERGE_PAGES)
+            log.debug("fts.merged", segments=segments, merged=merged)
+            if not merged:
+                break  # no two segments share a level: nothing to merge
         return segments
 
     async def run_job(self, name: str) -> dict[str, Any]:

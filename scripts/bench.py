@@ -609,10 +609,14 @@ def wait_for_index(daemon: Daemon, budget_s: float = 120.0) -> None:
     quiet), as it would have long before anyone searched in a daemon that runs for months."""
     began = time.monotonic()
     segments = None
+    last_change = began
     with daemon.client() as client:
         while time.monotonic() - began < budget_s:
-            segments = client.call("status").get("index", {}).get("fts_segments")
-            if segments is None or segments <= 4:
+            now_segments = client.call("status").get("index", {}).get("fts_segments")
+            if now_segments != segments:
+                segments, last_change = now_segments, time.monotonic()
+            # Done when merged down, or when two upkeep ticks (5 s each) changed nothing.
+            if segments is None or segments <= 4 or time.monotonic() - last_change > 12:
                 break
             time.sleep(0.5)
     say(f"   index upkeep: FTS5 segments {segments} after {time.monotonic() - began:.1f} s")

@@ -20,3 +20,6 @@ END;
 CREATE TRIGGER memory_records_changes_ad AFTER DELETE ON memory_records BEGIN
     INSERT INTO record_changes (seq) VALUES (old.seq);
 END;
+-- The daemon's FTS5 upkeep runs the incremental 'merge' command; with usermerge 2 that merges
+-- any two segments of one level, never the whole index at once (see records.fts_merge_step).
+INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2);
