@@ -87,12 +87,18 @@ class TelemetryQueue:
     def flush(self) -> None:
         rows = self._take()
         if rows:
-            queued = self.app.db.write_unsynced_nowait(telemetry.insert_many, rows)
+            queued = self.app.db.write_unsynced_nowait(telemetry.insert_each, rows)
             queued.add_done_callback(lambda done: _log_telemetry_failure(done, len(rows)))
 
     async def write_with(self, row: dict[str, Any]) -> None:
-        """Store `row` (and any waiting rows) now; raises if that fails."""
-        await self.app.db.write_unsynced(telemetry.insert_many, [*self._take(), row])
+        """Store `row` now, with any waiting rows; raises if `row` cannot be stored (a waiting
+        row that fails is logged and does not affect it)."""
+        await self.app.db.write_unsynced(_store_with, self._take(), row)
+
+
+def _store_with(conn: Any, waiting: list[dict[str, Any]], row: dict[str, Any]) -> None:
+    telemetry.insert_each(conn, waiting)
+    telemetry.insert(conn, row)
 
 
 def _log_telemetry_failure(done: Future[Any], count: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from minionsd.errors import InvalidParams
+from minionsd.fence import scrub_surrogates
 
 _TEXT_FIELDS = ("title", "description", "failure_context", "source_plan")
 _LIST_FIELDS = ("references", "files")
@@ -20,7 +21,9 @@ def _text(value: Any, name: str) -> str | None:
         raise InvalidParams(f"'{name}' must be a string", param=name)
     if len(value) > MAX_TEXT:
         raise InvalidParams(f"'{name}' is longer than {MAX_TEXT} characters", param=name)
-    return value
+    # JSON can carry lone UTF-16 surrogates ("\ud800"); they have no UTF-8 form, and nothing
+    # downstream (SQLite, the socket, logs) could store or send them.
+    return scrub_surrogates(value)
 
 
 def _strings(value: Any, name: str) -> list[str] | None:
@@ -30,7 +33,7 @@ def _strings(value: Any, name: str) -> list[str] | None:
         raise InvalidParams(f"'{name}' must be a list of strings", param=name)
     if len(value) > MAX_ITEMS:
         raise InvalidParams(f"'{name}' has more than {MAX_ITEMS} items", param=name)
-    return value
+    return [scrub_surrogates(v) for v in value]
 
 
 def check_task(task: Any) -> dict[str, Any]:
@@ -40,7 +43,7 @@ def check_task(task: Any) -> dict[str, Any]:
     task_id = task.get("id")
     if not isinstance(task_id, str | int) or isinstance(task_id, bool) or str(task_id) == "":
         raise InvalidParams("'task.id' must be a non-empty string", param="task.id")
-    clean: dict[str, Any] = {"id": str(task_id)[:200]}
+    clean: dict[str, Any] = {"id": scrub_surrogates(str(task_id)[:200])}
     for name in _TEXT_FIELDS:
         value = _text(task.get(name), f"task.{name}")
         if value is not None:
@@ -71,4 +74,4 @@ def check_optional_name(value: Any, name: str) -> str | None:
     if not isinstance(value, str) or not value or len(value) > 200:
         raise InvalidParams(f"'{name}' must be a non-empty string of at most 200 characters",
                             param=name)
-    return value
+    return scrub_surrogates(value)

@@ -6,25 +6,46 @@ import json
 import sqlite3
 from typing import Any
 
+import structlog
+
 from minionsd.errors import InvalidParams
 
+log = structlog.get_logger()
 KEYS = ("at", "task_id", "project", "agent", "terms", "candidates", "selected_ids", "bytes",
         "duration_ms", "shadow", "fallback_reason", "error")
 MAX_ROWS = 1000
 
 
 def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> None:
-    insert_many(conn, [row])
+    conn.execute(_INSERT, _bound(row))
 
 
-def insert_many(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
-    conn.executemany(
-        """INSERT INTO retrieval_telemetry (at, task_id, project, agent, terms, candidates,
+def insert_each(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> int:
+    """Insert `rows`, each in its own savepoint, so that one row that cannot be stored does not
+    lose the others; returns how many failed (logged)."""
+    failed = 0
+    for row in rows:
+        conn.execute("SAVEPOINT telemetry_row")
+        try:
+            conn.execute(_INSERT, _bound(row))
+        except (sqlite3.Error, ValueError) as exc:
+            conn.execute("ROLLBACK TO telemetry_row")
+            failed += 1
+            log.error("telemetry.row_failed", task=repr(row.get("task_id"))[:200],
+                      error=f"{type(exc).__name__}: {exc}")
+        conn.execute("RELEASE telemetry_row")
+    return failed
+
+
+_INSERT = """INSERT INTO retrieval_telemetry (at, task_id, project, agent, terms, candidates,
                selected_ids, bytes, duration_ms, shadow, fallback_reason, error)
            VALUES (:at, :task_id, :project, :agent, :terms, :candidates, :selected_ids,
-               :bytes, :duration_ms, :shadow, :fallback_reason, :error)""",
-        [row | {"terms": json.dumps(row["terms"]), "selected_ids": json.dumps(row["selected_ids"]),
-                "shadow": int(row["shadow"])} for row in rows])
+               :bytes, :duration_ms, :shadow, :fallback_reason, :error)"""
+
+
+def _bound(row: dict[str, Any]) -> dict[str, Any]:
+    return row | {"terms": json.dumps(row["terms"]),
+                  "selected_ids": json.dumps(row["selected_ids"]), "shadow": int(row["shadow"])}
 
 
 def recent(conn: sqlite3.Connection, limit: Any) -> dict[str, Any]:

@@ -79,3 +79,14 @@ def test_queued_telemetry_rows_are_read_back_and_survive_a_stop(seeded, make_dae
     again = make_daemon()
     rows = again.call("telemetry.retrievals", limit=3)["rows"]
     assert [r["task_id"] for r in rows] == ["W-s2", "W-s1", "W-s0"]
+
+
+def test_a_lone_surrogate_in_a_task_costs_no_telemetry_row(seeded):
+    d = seeded
+    d.call("memory.retrieve", task=TASK | {"id": "W-ok1"}, project="atlas", agent="dallas")
+    d.call("memory.retrieve", task=TASK | {"id": "W-\ud800"}, project="atlas", agent="dallas")
+    result = d.call("prompt.assemble", task=TASK | {"id": "W-ok2"}, project="atlas",
+                    agent="dallas")
+    assert result["memory_mode"] == "relevant"
+    rows = d.call("telemetry.retrievals", limit=3)["rows"]
+    assert [r["task_id"] for r in rows] == ["W-ok2", "W-\ufffd", "W-ok1"]
