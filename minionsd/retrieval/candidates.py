@@ -490,7 +490,7 @@ def _pool(conn: sqlite3.Connection, view: RecordView, token: int, plan: Plan,
     hits, missing = view.cached("hits", groups)
     if missing:
         fetched = _hits(conn, missing)
-        view.remember("hits", fetched, token)
+        view.remember("hits", fetched, token, lambda hits: 64 + hits.itemsize * len(hits))
         hits |= fetched
     weights: dict[int, float] = {}
     for group in groups:
@@ -534,9 +534,19 @@ def _full_rows(conn: sqlite3.Connection, view: RecordView, token: int,
             (json.dumps(missing),),
         )
         fetched = {row[0]: _decode(row[1:]) for row in rows}
-        view.remember("rows", fetched, token)
+        view.remember("rows", fetched, token, _row_bytes)
         found |= fetched
     return found
+
+
+def _row_bytes(record: dict[str, Any]) -> int:
+    """Roughly what a decoded row holds in memory (its text dominates)."""
+    return 600 + sum(len(record[k] or "") for k in ("title", "body", "source")) + 64 * (
+        len(record["paths"]) + len(record["tags"]))
+
+
+def _counts_bytes(entry: _Stored) -> int:
+    return 300 + len(entry.text) + 100 * _Stored.MAX_KNOWN
 
 
 def fetch_candidates(
@@ -692,7 +702,7 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
                 unstored.append(seq)
             else:
                 parsed[seq] = entry
-        view.remember("counts", parsed, token)
+        view.remember("counts", parsed, token, _counts_bytes)
         found |= parsed
     wanted = frozenset(stem_terms)
     key = tuple(sorted(wanted))

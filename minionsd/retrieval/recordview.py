@@ -27,12 +27,15 @@ import sqlite3
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
 # Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
 MAX_CACHED_BY_KIND = {"hits": 1000}
+# And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
+# make the cache hold gigabytes.
+MAX_CACHED_BYTES = 16 << 20
 # Kinds whose entries are not per record: any change to any record drops the whole cache.
 WHOLE_KINDS = frozenset({"hits"})
 # More changes than this since the last look (a bulk import): reload the table in one streamed
@@ -40,6 +43,41 @@ WHOLE_KINDS = frozenset({"hits"})
 RELOAD_AFTER_CHANGES = 5000
 DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
 _EXCLUDED_TRUST = ("agent", "external")  # for procedural records
+
+
+class _Lru:
+    """An LRU map bounded by entries and by the bytes its entries say they take."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[Any, Any] = OrderedDict()
+        self.sizes: dict[Any, int] = {}
+        self.bytes = 0
+
+    def get(self, key: Any) -> Any:
+        value = self.entries.get(key)
+        if value is not None:
+            self.entries.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        self.pop(key)
+        self.entries[key] = value
+        self.sizes[key] = size
+        self.bytes += size
+
+    def pop(self, key: Any) -> None:
+        if self.entries.pop(key, None) is not None:
+            self.bytes -= self.sizes.pop(key)
+
+    def trim(self, max_entries: int, max_bytes: int) -> None:
+        while self.entries and (len(self.entries) > max_entries or self.bytes > max_bytes):
+            key, _value = self.entries.popitem(last=False)
+            self.bytes -= self.sizes.pop(key)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.sizes.clear()
+        self.bytes = 0
 
 
 def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
@@ -58,7 +96,7 @@ class RecordView:
         self._sparse: dict[int, tuple[int, int]] = {}  # seq >= DENSE_LIMIT -> (scope, flag)
         self._expires: dict[int, str] = {}
         self._max_cached = max_cached
-        self._caches: dict[str, OrderedDict[int, Any]] = {}
+        self._caches: dict[str, _Lru] = {}
 
     # --- following the table ---------------------------------------------------------------
 
@@ -109,7 +147,7 @@ class RecordView:
         for row in rows:
             self._set(*row)
             for cache in self._caches.values():
-                cache.pop(row[0], None)
+                cache.pop(row[0])
 
     def _set(self, seq: int, scope: str | None, status: str | None, kind: str | None,
              trust: str | None, expires_at: str | None) -> None:
@@ -175,31 +213,32 @@ class RecordView:
         found: dict[Any, Any] = {}
         missing: list[Any] = []
         with self._lock:
-            cache = self._caches.setdefault(kind, OrderedDict())
+            cache = self._caches.setdefault(kind, _Lru())
             for key in keys:
                 value = cache.get(key)
                 if value is None:
                     missing.append(key)
                 else:
-                    cache.move_to_end(key)
                     found[key] = value
         return found, missing
 
-    def remember(self, kind: str, values: dict[Any, Any], token: int) -> None:
+    def remember(self, kind: str, values: dict[Any, Any], token: int,
+                 size_of: Callable[[Any], int] | None = None) -> None:
         """Cache values read after the sync that returned `token`, unless a change has been
-        applied since (the value may predate it)."""
+        applied since (the value may predate it). `size_of` gives an entry's size in bytes
+        (default 1 KiB); a value larger than a tenth of MAX_CACHED_BYTES is not cached."""
         if not values:
             return
         with self._lock:
             if self._applied != token:
                 return
-            cache = self._caches.setdefault(kind, OrderedDict())
-            cache.update(values)
-            for key in values:
-                cache.move_to_end(key)
+            cache = self._caches.setdefault(kind, _Lru())
+            for key, value in values.items():
+                size = size_of(value) if size_of is not None else 1024
+                if size <= MAX_CACHED_BYTES // 10:
+                    cache.put(key, value, size)
             limit = min(self._max_cached, MAX_CACHED_BY_KIND.get(kind, self._max_cached))
-            while len(cache) > limit:
-                cache.popitem(last=False)
+            cache.trim(limit, MAX_CACHED_BYTES)
 
     def clear(self) -> None:
         with self._lock:

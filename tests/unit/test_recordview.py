@@ -320,6 +320,20 @@ def test_lru_bound(conn: sqlite3.Connection) -> None:
     assert len(view.cached("rows", [1, 3, 4])[0]) == 3
 
 
+def test_byte_bound(conn: sqlite3.Connection) -> None:
+    from minionsd.retrieval import recordview
+
+    view = RecordView()
+    token = view.sync(conn)
+    mib = 1 << 20
+    size = {s: mib for s in range(40)} | {99: recordview.MAX_CACHED_BYTES // 10 + 1}
+    view.remember("rows", {s: f"row {s}" for s in size}, token, lambda v: size[int(v[4:])])
+    found, missing = view.cached("rows", [*range(40), 99])
+    assert 99 in missing  # too big to cache at all
+    # The newest values that fit in MAX_CACHED_BYTES stay; the oldest went first.
+    assert sorted(found) == list(range(40 - recordview.MAX_CACHED_BYTES // mib, 40))
+
+
 # --- pruning, other writers ----------------------------------------------------------------
 
 
