@@ -112,25 +112,29 @@ class _Stemmer:
         """word -> stem for each of `words`."""
         wanted = set(words)
         with self._lock:  # uncontended almost always; it keeps a cache reset from racing
-            self._add(wanted.difference(self.cache))
+            self._ensure(wanted)
             return {w: self.cache[w] for w in wanted}
 
     def matching(self, words: set[bytes], wanted: Iterable[str]) -> dict[bytes, str]:
         """The words (of `words`) whose stem is one of `wanted`, with that stem."""
         with self._lock:
-            self._add(words.difference(self.cache))
+            self._ensure(words)
             found: dict[bytes, str] = {}
             for stem in wanted:
-                for word in self.words_by_stem.get(stem, ()) & words:
+                for word in self.words_by_stem.get(stem, set()) & words:
                     found[word] = stem
             return found
 
-    def _add(self, missing: set[bytes]) -> None:
+    def _ensure(self, words: set[bytes]) -> None:
+        """Every one of `words` in the cache (a full cache is emptied first, so the words
+        looked up before stay there only if they are among `words`)."""
+        missing = words.difference(self.cache)
         if not missing:
             return
         if len(self.cache) + len(missing) > self._MAX_CACHE:
             self.cache.clear()
             self.words_by_stem.clear()
+            missing = set(words)
         for word, stem in self._lookup(list(missing)).items():
             self.cache[word] = stem
             if stem is not None:

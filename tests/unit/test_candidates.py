@@ -531,3 +531,19 @@ if __name__ == "__main__":
     args = parser.parse_args()
     benchmark(args.rows, args.db, args.queries, args.reference)
     sys.exit(0)
+
+
+def test_stem_cache_overflow_keeps_answering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full stem cache is emptied; words asked for in the same call must still be answered
+    (this raised KeyError before), and matching must not fail or undercount."""
+    from minionsd.retrieval.candidates import _Stemmer
+
+    stemmer = _Stemmer()
+    monkeypatch.setattr(_Stemmer, "_MAX_CACHE", 5)
+    first = stemmer.lookup([b"caching", b"retries", b"tokens"])
+    assert first == {b"caching": "cach", b"retries": "retri", b"tokens": "token"}
+    both = stemmer.lookup([b"caching", b"timeouts", b"refreshing", b"rollbacks"])
+    assert both[b"caching"] == "cach" and both[b"rollbacks"] == "rollback"
+    assert stemmer.matching({b"caches", b"cache", b"refreshed", b"x1", b"x2"},
+                            ["cach", "refresh"]) == {b"caches": "cach", b"cache": "cach",
+                                                     b"refreshed": "refresh"}
