@@ -65,7 +65,9 @@ _START_RE = re.compile("[" + re.escape(_START_CHARS) + "]")
 
 # Mirrors html.unescape's tokeniser so that whatever it would decode, we decode too.
 _CHARREF_RE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
-_ESCAPED_LT_RE = re.compile(r"%3c|\\u003c|\\x3c", re.IGNORECASE)
+# Escapes a reader may decode in their head: %75, \\u0075, \\x75 for "u" (and %3C for "<").
+_ESCAPED_CHAR_RE = re.compile(r"%([0-9a-f]{2})|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})",
+                              re.IGNORECASE)
 _ENTITY_LOOKAHEAD = 40
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -88,7 +90,9 @@ def _is_invisible(ch: str) -> bool:
         return True
     cat = unicodedata.category(ch)
     if cat == "Cc":
-        return not ch.isspace()
+        # Python counts \x1c-\x1f and \x85 as spaces, but nothing renders them: a reader
+        # sees "un\x1ctrusted" as one word.
+        return ch not in "\t\n\x0b\x0c\r"
     return cat in ("Cf", "Mn", "Me")
 
 
@@ -166,9 +170,12 @@ def _decode_at(window: list[tuple[str, int, int]]) -> tuple[str, int]:
 
 def _decode_str(s: str) -> tuple[str, int]:
     """Decode an entity or escape at the start of `s`; returns (text, characters consumed)."""
-    m = _ESCAPED_LT_RE.match(s)
+    m = _ESCAPED_CHAR_RE.match(s)
     if m:
-        return "<", m.end()
+        code = int(next(group for group in m.groups() if group is not None), 16)
+        if 0xD800 <= code <= 0xDFFF:  # a lone surrogate reads as nothing
+            return "", 0
+        return chr(code), m.end()
     m = _CHARREF_RE.match(s)
     if not m:
         return "", 0
@@ -198,10 +205,10 @@ _TAG_REST_RE = re.compile(
     re.IGNORECASE,
 )
 # Characters whose view is themselves: ASCII text and whitespace, except the starts of escapes.
-_NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x1c-\x24\x27-\x5b\x5d-\x7e]")
+_NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x24\x27-\x5b\x5d-\x7e]")
 # ASCII characters that are not invisible to the reader (control characters other than
 # whitespace are), so the view of such text is the text itself.
-_NOT_ASCII_VISIBLE_RE = re.compile(r"[^\t\n\x0b\x0c\r\x1c-\x7e]")
+_NOT_ASCII_VISIBLE_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x7e]")
 _PLAIN_LOOKAHEAD = 64
 
 
@@ -313,18 +320,19 @@ def _fence_tag_at(text: str, start: int) -> tuple[int, int] | None:
 
 
 # ASCII control characters other than whitespace: invisible to the reader (see _is_invisible).
-_ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+_ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
 def _plainly_tag_free(text: str) -> bool:
-    """True for ASCII text without '&' where the letters "untrusted" never follow each other.
+    """True for ASCII text without '&', '%' or '\\' where the letters "untrusted" never
+    follow each other (invisible control characters ignored).
 
-    In such text every letter a reader sees is written as itself (only an HTML entity can
-    spell a letter; %3C-style escapes only ever stand for '<'), and a tag needs that word
+    In such text every letter a reader sees is written as itself (only an entity or an
+    escape such as %75 or \\u0075 can spell one otherwise), and a tag needs that word
     without gaps, so no tag can be there. Most memory is like this, and this check is a few
     C-level passes instead of a look at every '<'.
     """
-    if not text.isascii() or "&" in text:
+    if not text.isascii() or "&" in text or "%" in text or "\\" in text:
         return False
     return "untrusted" not in _ASCII_INVISIBLE_RE.sub("", text).lower()
 
