@@ -321,15 +321,19 @@ _DB_KEYS: dict[int, tuple[sqlite3.Connection, str]] = {}
 
 
 def _database_key(conn: sqlite3.Connection) -> str:
-    """The connection's main database file (cached: the connection is kept referenced, so its
-    id cannot be reused while the entry exists)."""
+    """The connection's main database file and identity (cached: the connection is kept
+    referenced, so its id cannot be reused while the entry exists)."""
     known = _DB_KEYS.get(id(conn))
     if known is not None and known[0] is conn:
         return known[1]
     key = f"memory:{id(conn)}"
     for _seq, name, path in _cursor(conn).execute("PRAGMA database_list"):
         if name == "main" and path:
-            key = path
+            # With the database's own random id (migration 0006): a file replaced at the
+            # same path is another database, even if the filesystem reuses the inode.
+            row = _cursor(conn).execute(
+                "SELECT value FROM counters WHERE name = 'database_id'").fetchone()
+            key = f"{path}#{row[0] if row else ''}"
     if len(_DB_KEYS) >= 64:
         _DB_KEYS.clear()
     _DB_KEYS[id(conn)] = (conn, key)

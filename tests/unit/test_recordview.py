@@ -573,3 +573,35 @@ def test_fetch_candidates_after_the_log_is_pruned(
     found = {r["id"]: r for r in _search(reader, ["kafka"])}
     assert sorted(found) == ["M-k1", "M-k3", "M-k4"]
     assert found["M-k3"]["body"] == "kafka retention is seven days"
+
+
+def test_a_database_replaced_at_the_same_path_gets_its_own_view(tmp_path: Path) -> None:
+    from minionsd.db import migrate
+    from minionsd.retrieval.candidates import fetch_candidates
+
+    path = tmp_path / "state.db"
+
+    def build(ids: list[str]) -> None:
+        if path.exists():
+            path.unlink()
+        conn = sqlite3.connect(path, isolation_level=None)
+        migrate(conn)
+        for rid in ids:
+            conn.execute(
+                "INSERT INTO memory_records (id, type, scope, trust, body, created_at, "
+                "updated_at) VALUES (?, 'semantic', 'global', 'human', 'kumquat harvest', "
+                "'2026-01-01', '2026-01-01')", (rid,))
+        conn.close()
+
+    def found() -> list[str]:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return sorted(r["id"] for r in fetch_candidates(
+                conn, ["kumquat"], project=None, agent=None, now_iso=NOW, limit=50))
+        finally:
+            conn.close()
+
+    build([f"M-old{i}" for i in range(10)])
+    assert len(found()) == 10
+    build(["M-new1", "M-new2"])
+    assert found() == ["M-new1", "M-new2"]

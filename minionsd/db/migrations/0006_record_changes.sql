@@ -23,3 +23,6 @@ END;
 -- The daemon's FTS5 upkeep runs the incremental 'merge' command; with usermerge 2 that merges
 -- any two segments of one level, never the whole index at once (see records.fts_merge_step).
 INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2);
+-- A random identity for this database, so in-memory views keyed by it never mistake a file
+-- replaced at the same path (even on the same inode) for the one they followed.
+INSERT OR IGNORE INTO counters (name, value) VALUES ('database_id', lower(hex(randomblob(8))));
