@@ -403,9 +403,10 @@ def _bound_archive(app: App) -> int:
 REFRESH_CHUNK = 500
 
 
-def _rows_after(conn: Any, seq: int) -> list[Any]:
+def _rows_after(conn: Any, seq: int, missing_only: bool = False) -> list[Any]:
+    where = "seq > ? AND term_counts IS NULL" if missing_only else "seq > ?"
     return conn.execute("SELECT seq, title, body, paths, tags, search_aux, term_counts "
-                        "FROM memory_records WHERE seq > ? ORDER BY seq LIMIT ?",
+                        f"FROM memory_records WHERE {where} ORDER BY seq LIMIT ?",
                         (seq, REFRESH_CHUNK)).fetchall()
 
 
@@ -414,13 +415,14 @@ def _update_derived(conn: Any, changed: list[tuple[str, str, int]]) -> None:
                      changed)
 
 
-def _refresh_derived(app: App) -> int:
-    """Recompute search_aux and term_counts where the indexing rules have changed.
+def _refresh_derived(app: App, missing_only: bool = False) -> int:
+    """Recompute search_aux and term_counts where the indexing rules have changed (or, with
+    `missing_only`, only for rows without stored term counts).
 
     In chunks, computed off the writer, so other writes are never held up for long.
     """
     refreshed, last = 0, 0
-    while rows := app.db.read_blocking(_rows_after, last):
+    while rows := app.db.read_blocking(_rows_after, last, missing_only):
         changed = []
         for row in rows:
             aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
@@ -433,6 +435,12 @@ def _refresh_derived(app: App) -> int:
         refreshed += len(changed)
         last = rows[-1]["seq"]
     return refreshed
+
+
+def fill_term_counts(app: App) -> int:
+    """Store term counts for records that have none (written before migration 0006, which
+    dropped the older form); retrieval tokenises such rows on every use until then."""
+    return _refresh_derived(app, missing_only=True)
 
 
 def reindex(app: App, now: datetime) -> Report:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from minionsd import records
+from minionsd import jobs, records
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
@@ -32,6 +33,7 @@ FTS_UPKEEP_INTERVAL_S = 5
 FTS_SEGMENT_TARGET = 4
 FTS_MERGE_PAGES = 500  # per write transaction: tens of ms of writer time
 FTS_MERGE_BUDGET_S = 2.0  # per tick
+FILL_DELAY_S = 3  # after start, before term counts missing since an upgrade are filled in
 
 
 def _record_run(conn: Any, job: str, at: str, ok: bool, summary: str) -> None:
@@ -68,6 +70,8 @@ class Scheduler:
                               id=name, replace_existing=True)
         scheduler.add_job(self.fts_upkeep, IntervalTrigger(seconds=FTS_UPKEEP_INTERVAL_S),
                           id="fts_upkeep", replace_existing=True)
+        scheduler.add_job(self.fill_term_counts, "date", id="fill_term_counts",
+                          run_date=datetime.now(UTC) + timedelta(seconds=FILL_DELAY_S))
         scheduler.start()
         self._scheduler = scheduler
 
@@ -86,6 +90,18 @@ class Scheduler:
                 self._scheduler.shutdown(wait=False)
             await asyncio.sleep(0)
             self._scheduler = None
+
+    async def fill_term_counts(self) -> int:
+        """Once after start: term counts for records that have none (after an upgrade)."""
+        try:
+            filled = await run_in_daemon_thread(jobs.fill_term_counts, self.app,
+                                                name="fill-term-counts")
+        except Exception:
+            log.exception("term_counts.fill_failed")
+            return 0
+        if filled:
+            log.info("term_counts.filled", records=filled)
+        return filled
 
     async def fts_upkeep(self) -> int | None:
         """Merge FTS5 segments when records have been quiet for a tick; segments left.

@@ -16,3 +16,27 @@ def test_index_segments_are_merged_after_a_write_burst(daemon):
     # Merging changes how the index is stored, never what it finds.
     assert d.call("memory.search", query="refresh", limit=50)["total"] == hits_before == 40
     assert d.call("memory.search", query="number", limit=5)["total"] == 40
+
+
+def test_term_counts_missing_after_an_upgrade_are_filled_after_start(make_daemon):
+    import sqlite3
+
+    d = make_daemon()
+    for i in range(3):
+        d.call("memory.add", body=f"kumquat harvest {i}", type="semantic", scope="global",
+               trust="human", source="test")
+    assert d.stop() == 0
+    db = d.home / "engine" / "state.db"
+    with sqlite3.connect(db) as conn:  # as migration 0006 leaves rows stored in the old form
+        conn.execute("UPDATE memory_records SET term_counts = NULL")
+
+    def missing() -> int:
+        with sqlite3.connect(db) as conn:
+            return conn.execute(
+                "SELECT count(*) FROM memory_records WHERE term_counts IS NULL").fetchone()[0]
+
+    assert missing() == 3
+    again = make_daemon()
+    wait_for(lambda: missing() == 0, timeout=30)
+    task = {"id": "W-1", "title": "kumquat harvest"}
+    assert len(again.call("memory.retrieve", task=task)["selected"]) == 3
