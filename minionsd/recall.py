@@ -86,9 +86,14 @@ class TelemetryQueue:
 
     def flush(self) -> None:
         rows = self._take()
-        if rows:
+        if not rows:
+            return
+        try:
             queued = self.app.db.write_unsynced_nowait(telemetry.insert_each, rows)
-            queued.add_done_callback(lambda done: _log_telemetry_failure(done, len(rows)))
+        except RuntimeError as exc:  # the database closed (a retrieval ended during shutdown)
+            log.error("retrieval.telemetry_failed", rows=len(rows), error=str(exc))
+            return
+        queued.add_done_callback(lambda done: _log_telemetry_failure(done, len(rows)))
 
     async def write_with(self, row: dict[str, Any]) -> None:
         """Store `row` now, with any waiting rows; raises if `row` cannot be stored (a waiting
