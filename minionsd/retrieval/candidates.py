@@ -554,7 +554,8 @@ def _row_bytes(record: dict[str, Any]) -> int:
 
 
 def _counts_bytes(entry: _Stored) -> int:
-    return 300 + len(entry.text) + 100 * _Stored.MAX_KNOWN
+    # The text, and about as much again for the memo of stems looked up (it grows with use).
+    return 400 + 2 * len(entry.text)
 
 
 def fetch_candidates(
