@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -605,3 +606,46 @@ def test_a_database_replaced_at_the_same_path_gets_its_own_view(tmp_path: Path) 
     assert len(found()) == 10
     build(["M-new1", "M-new2"])
     assert found() == ["M-new1", "M-new2"]
+
+
+def test_concurrent_readers_never_see_a_record_after_its_retraction(
+    conn: sqlite3.Connection, corpus: sqlite3.Connection, db_path: Path,
+) -> None:
+    """Four reader threads (as in the daemon) search while the writer retracts the kafka notes
+    one by one; a search that starts after a retraction is committed never returns that note,
+    however the threads interleave on the shared view and its caches."""
+    import threading
+
+    retracted_at: dict[str, float] = {}
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def reader_loop() -> None:
+        reader = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None,
+                                 check_same_thread=False)
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                found = {r["id"] for r in _search(reader, ["kafka"])}
+                for rid, when in list(retracted_at.items()):
+                    if when < started and rid in found:
+                        failures.append(f"{rid} returned after its retraction")
+        finally:
+            reader.close()
+
+    threads = [threading.Thread(target=reader_loop) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for rid in ("M-k1", "M-k2", "M-k3"):
+            time.sleep(0.05)
+            conn.execute("UPDATE memory_records SET status = 'retracted', "
+                         "retracted_reason = 'x' WHERE id = ?", (rid,))
+            retracted_at[rid] = time.monotonic()  # after the commit (autocommit connection)
+        time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+    assert not failures, failures[:3]
+    assert _search(corpus, ["kafka"]) == []
