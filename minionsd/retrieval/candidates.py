@@ -531,16 +531,22 @@ def _record_view(conn: sqlite3.Connection) -> RecordView:
     return VIEWS.get(_database_key(conn))
 
 
+def _by_seq(conn: sqlite3.Connection, table: str, columns: str,
+            seqs: list[int]) -> list[tuple[Any, ...]]:
+    """`columns` of the rows of `table` (memory_records, or an FTS5 shadow table keyed by
+    id = seq) whose key is one of `seqs`, in one statement."""
+    key = "id" if table.startswith("memory_fts") else "seq"
+    return _cursor(conn).execute(
+        f"SELECT {columns} FROM {table} WHERE {key} IN (SELECT value FROM json_each(?))",
+        (json.dumps(seqs),)).fetchall()
+
+
 def _full_rows(conn: sqlite3.Connection, view: RecordView, token: int,
                seqs: list[int]) -> dict[int, dict[str, Any]]:
     """Decoded records by seq (shared dicts from the view's cache: do not change them)."""
     found, missing = view.cached("rows", seqs)
     if missing:
-        rows = _cursor(conn).execute(
-            f"SELECT seq, {', '.join(_RECORD_COLUMNS)} FROM memory_records "
-            "WHERE seq IN (SELECT value FROM json_each(?))",
-            (json.dumps(missing),),
-        )
+        rows = _by_seq(conn, "memory_records", f"seq, {', '.join(_RECORD_COLUMNS)}", missing)
         fetched = {row[0]: _decode(row[1:]) for row in rows}
         view.remember("rows", fetched, token, _row_bytes)
         found |= fetched
@@ -596,14 +602,8 @@ def fetch_candidates(
     inexact = [c.seq for c in counted if not c.exact_length]
     lengths = {}
     if inexact:
-        lengths = {
-            seq: sum(varints(blob or b""))
-            for seq, blob in _cursor(conn).execute(
-                "SELECT id, sz FROM memory_fts_docsize "
-                "WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(inexact),),
-            )
-        }
+        lengths = {seq: sum(varints(blob or b""))
+                   for seq, blob in _by_seq(conn, "memory_fts_docsize", "id, sz", inexact)}
     scored = sorted(
         (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq,
          sum(len(stem_terms[stem]) for stem in c.freq))
@@ -700,12 +700,8 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
     unstored = []
     if missing:
         parsed = {}
-        rows = _cursor(conn).execute(
-            "SELECT seq, id, term_counts FROM memory_records "
-            "WHERE seq IN (SELECT value FROM json_each(?))",
-            (json.dumps(missing),),
-        )
-        for seq, record_id, stored in rows:
+        for seq, record_id, stored in _by_seq(conn, "memory_records", "seq, id, term_counts",
+                                              missing):
             entry = _parse_stored(record_id, stored)
             if entry is None:
                 unstored.append(seq)
@@ -720,12 +716,8 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
         out.append(_Counted(seq, entry.id, entry.weights(wanted, key), entry.length,
                             entry.exact))
     if unstored:
-        rows = _cursor(conn).execute(
-            "SELECT seq, id, title, body, search_aux FROM memory_records "
-            "WHERE seq IN (SELECT value FROM json_each(?))",
-            (json.dumps(unstored),),
-        )
-        out += _count_text(rows.fetchall(), stem_terms)
+        rows = _by_seq(conn, "memory_records", "seq, id, title, body, search_aux", unstored)
+        out += _count_text(rows, stem_terms)
     return out
 
 

@@ -26,3 +26,6 @@ INSERT INTO memory_fts (memory_fts, rank) VALUES ('usermerge', 2);
 -- A random identity for this database, so in-memory views keyed by it never mistake a file
 -- replaced at the same path (even on the same inode) for the one they followed.
 INSERT OR IGNORE INTO counters (name, value) VALUES ('database_id', lower(hex(randomblob(8))));
+-- Rows still without stored term counts (usually none): the daemon refills them after start,
+-- and with this index finding none is a lookup, not a scan of the table.
+CREATE INDEX memory_records_without_counts ON memory_records (seq) WHERE term_counts IS NULL;
