@@ -502,9 +502,11 @@ def _pool(conn: sqlite3.Connection, view: RecordView, token: int, plan: Plan,
         hits |= fetched
     weights: dict[int, float] = {}
     for group in groups:
-        w = idf[group[0]]
-        for seq in hits[group]:
-            weights[seq] = weights.get(seq, 0.0) + w
+        # Dictionary and set operations, not a Python step per hit: most hits are new rows.
+        added = dict.fromkeys(hits[group], idf[group[0]])
+        for seq in added.keys() & weights.keys():
+            added[seq] += weights[seq]
+        weights.update(added)
     # (weight, seq) pairs, largest first: by weight, then newest.
     ranked = sorted(zip(weights.values(), weights.keys(), strict=True), reverse=True)
     return view.recallable((seq for _w, seq in ranked), scopes, now_iso, size)
@@ -560,8 +562,8 @@ def _row_bytes(record: dict[str, Any]) -> int:
 
 
 def _counts_bytes(entry: _Stored) -> int:
-    # The text, and about as much again for the memo of stems looked up (it grows with use).
-    return 400 + 2 * len(entry.text)
+    # The text, and its parsed form once the row is parsed whole (measured: ~10x the text).
+    return 400 + 11 * len(entry.text)
 
 
 def fetch_candidates(
@@ -604,17 +606,16 @@ def fetch_candidates(
     if inexact:
         lengths = {seq: sum(varints(blob or b""))
                    for seq, blob in _by_seq(conn, "memory_fts_docsize", "id, sz", inexact)}
-    scored = sorted(
-        (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq,
-         sum(len(stem_terms[stem]) for stem in c.freq))
-        for c in counted
-    )[:limit]
-    records = _full_rows(conn, view, token, [seq for _score, _id, seq, _matched in scored])
+    best = sorted(
+        (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, c)
+        for c in counted)[:limit]
+    records = _full_rows(conn, view, token, [seq for _score, _id, seq, _c in best])
     out = []
-    for score, _id, seq, matched in scored:
+    for score, _id, seq, counted_row in best:
         record = records.get(seq)
         if record is None:  # deleted since the pool was read; skip rather than fail
             continue
+        matched = sum(len(stem_terms[stem]) for stem in counted_row.freq)
         out.append(dict(record, bm25=score, matched_terms=matched))
     return out
 
@@ -623,8 +624,7 @@ def fetch_candidates(
 class _Counted:
     seq: int
     id: str
-    freq: Mapping[str, float | str]  # query stem -> column-weighted occurrences (a number,
-    # or its text as stored)
+    freq: Mapping[str, float]  # query stem -> column-weighted occurrences
     length: int  # words in title + body + aux
     exact_length: bool  # False when FTS5 may count the words differently
 
@@ -632,36 +632,52 @@ class _Counted:
 class _Stored:
     """A row's stored term counts (cached in the record view).
 
-    Parsing every line of a row costs several times more than pulling a query's stems out with
-    one regular expression, so a row is read stem by stem, on demand: `known` maps every stem
-    looked for so far to its count as written ("" when the row lacks it), and the text is
-    searched again only when a query asks for a stem not looked for before. `known` is
-    replaced, never changed in place, so threads sharing an entry always see a whole one; it is
-    started afresh past MAX_KNOWN stems, which bounds an entry's size.
+    The first query that scores a row pulls its own stems out of the text with one regular
+    expression (several times cheaper than parsing all of a row's ~150 lines, which a row
+    scored once would waste) and remembers them, 0.0 for a stem the row lacks. A row that a
+    later query needs stems of that were not looked for is scored often: it is parsed whole,
+    once, and from then on every query is dictionary lookups. `state` is (whole, counts),
+    replaced in one assignment, never changed in place, so threads sharing an entry always see
+    a consistent one.
     """
 
-    __slots__ = ("id", "length", "exact", "text", "known")
-    MAX_KNOWN = 256
+    __slots__ = ("id", "length", "exact", "text", "state")
 
     def __init__(self, record_id: str, length: int, exact: bool, text: str) -> None:
         self.id = record_id
         self.length = length
         self.exact = exact
         self.text = text
-        self.known: dict[str, str] = {}
+        self.state: tuple[bool, dict[str, float]] = (False, {})
 
-    def weights(self, wanted: frozenset[str], key: tuple[str, ...]) -> dict[str, str]:
-        """stem -> weighted count (text) for the stems of `wanted` (sorted: `key`) the row
-        holds."""
-        known = self.known
-        if known.keys() >= wanted:
-            return {stem: value for stem in wanted if (value := known[stem])}
+    def weights(self, key: tuple[str, ...]) -> dict[str, float]:
+        """stem -> weighted count for the stems of `key` (the query's stems, sorted) the row
+        holds, in `key` order."""
+        whole, known = self.state
+        if whole:
+            return {stem: known[stem] for stem in key if stem in known}
+        try:
+            return {stem: value for stem in key if (value := known[stem])}
+        except KeyError:
+            pass
+        if known:
+            known = _parse_counts(self.text)
+            self.state = (True, known)
+            return {stem: known[stem] for stem in key if stem in known}
         # One pattern per query (compiling one costs as much as searching ~20 rows), so it
-        # looks for all of `wanted`, not only the stems this row has not seen.
-        found = dict(_stem_pattern(key).findall(self.text))
-        kept = known if len(known) <= self.MAX_KNOWN else {}
-        self.known = {**kept, **dict.fromkeys(wanted, ""), **found}
-        return found
+        # looks for all of `key`.
+        found = {stem: float(value) for stem, value in _stem_pattern(key).findall(self.text)}
+        known = dict.fromkeys(key, 0.0) | found
+        self.state = (False, known)
+        return {stem: value for stem in key if (value := known[stem])}
+
+
+def _parse_counts(text: str) -> dict[str, float]:
+    """Every stem line of a stored term_counts text (after its three-word header)."""
+    words = iter(text.split())
+    for _header in range(3):
+        next(words, None)
+    return {stem: float(value) for stem, value in zip(words, words, strict=False)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -709,12 +725,9 @@ def _count_pool(conn: sqlite3.Connection, view: RecordView, token: int, pool: li
                 parsed[seq] = entry
         view.remember("counts", parsed, token, _counts_bytes)
         found |= parsed
-    wanted = frozenset(stem_terms)
-    key = tuple(sorted(wanted))
-    out = []
-    for seq, entry in found.items():
-        out.append(_Counted(seq, entry.id, entry.weights(wanted, key), entry.length,
-                            entry.exact))
+    key = tuple(sorted(stem_terms))
+    out = [_Counted(seq, entry.id, entry.weights(key), entry.length, entry.exact)
+           for seq, entry in found.items()]
     if unstored:
         rows = _by_seq(conn, "memory_records", "seq, id, title, body, search_aux", unstored)
         out += _count_text(rows, stem_terms)
@@ -749,11 +762,12 @@ def _count_text(rows: Sequence[tuple[int, str, str, str, str]],
             for word in relevant.intersection(tokens):
                 stem = word_stems[word]
                 freq[stem] = freq.get(stem, 0.0) + tokens.count(word) * weight
-        out.append(_Counted(seq, record_id, freq, length, exact))
+        # In stem order, as stored counts are, so bm25 adds its terms in the same order.
+        out.append(_Counted(seq, record_id, {s: freq[s] for s in sorted(freq)}, length, exact))
     return out
 
 
-def _bm25(freq: Mapping[str, float | str], idf: dict[str, float], length: int,
+def _bm25(freq: Mapping[str, float], idf: dict[str, float], length: int,
           avgdl: float) -> float:
     """FTS5's bm25 for one row, as a negative number like bm25() returns.
 
@@ -762,8 +776,7 @@ def _bm25(freq: Mapping[str, float | str], idf: dict[str, float], length: int,
     """
     norm = BM25_K1 * (1.0 - BM25_B + (BM25_B * length / avgdl if avgdl else 0.0))
     total = 0.0
-    for stem, count in freq.items():
-        f = float(count)
+    for stem, f in freq.items():
         total += idf[stem] * f * (BM25_K1 + 1.0) / (f + norm)
     return -total
 

@@ -32,15 +32,16 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _normalised_body(record: Mapping[str, Any]) -> str:
+def _body_words(record: Mapping[str, Any]) -> list[str]:
+    """The body's words, lower-cased: a body compares by these (case and spacing ignored)."""
     body = record.get("body")
-    return " ".join(body.split()).lower() if isinstance(body, str) else ""
+    # Lower-casing never makes or removes whitespace, so this splits as the original would.
+    return body.lower().split() if isinstance(body, str) else []
 
 
-def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
     # Tuples of words: cheaper to build than joined strings, and a set keeps each entry's hash,
     # so comparing two shingle sets does not hash the tuples again.
-    words = text.split()
     if len(words) < SHINGLE:
         return frozenset([tuple(words)])
     return frozenset(zip(words, words[1:], words[2:], strict=False))
@@ -64,10 +65,11 @@ class _Distinct:
         self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
 
     def admit(self, item: Scored) -> bool:
-        body = _normalised_body(item.record)
+        words = _body_words(item.record)
+        body = " ".join(words)
         if body in self.seen_bodies:
             return False
-        shingles = _shingles(body)
+        shingles = _shingles(words)
         n = len(shingles)
         low = bisect.bisect_left(self.by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
         high = bisect.bisect_right(self.by_size, (math.floor(n / NEAR_DUPLICATE),

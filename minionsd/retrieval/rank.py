@@ -25,6 +25,7 @@ similar lexical strength, and cannot lift a weak lexical match above a much stro
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import posixpath
@@ -143,20 +144,29 @@ def _path_start(text: str, index: int) -> int:
 
 
 def _unit(value: Any) -> float:
+    if type(value) is float and 0.0 <= value <= 1.0:  # the usual case, checked cheaply
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return 0.0
     return min(1.0, max(0.0, float(value)))
 
 
-def _age_days(created_at: Any, now: datetime) -> float | None:
-    if not isinstance(created_at, str):
-        return None
+@functools.lru_cache(maxsize=4096)
+def _moment(created_at: str) -> datetime | None:
+    """A created_at text as an aware datetime (cached: the same records are ranked often)."""
     try:
         moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _age_days(created_at: Any, now: datetime) -> float | None:
+    if not isinstance(created_at, str):
+        return None
+    moment = _moment(created_at)
+    if moment is None:
+        return None
     reference = now if now.tzinfo else now.replace(tzinfo=UTC)
     return max(0.0, (reference - moment).total_seconds() / 86400.0)
 
@@ -209,14 +219,15 @@ def rank_lazily(
     # Paths compare case-insensitively: "Src/Auth.py" in a note means src/auth.py.
     files = _TaskFiles.of(
         [p.lower() for p in (normalise_path(f) for f in task_files if isinstance(f, str)) if p])
-    best = min((_bm25(c) for c in candidates), default=0.0)
+    lexical = [_bm25(c) for c in candidates]
+    best = min(lexical, default=0.0)
     matched = [c.get("matched_terms") for c in candidates]
     most = max((m for m in matched if isinstance(m, int) and not isinstance(m, bool)), default=0)
     scope_boosts = _scope_boosts(project, agent)
     most_path = W_PATH_EXACT if files.files else 0.0
     pending: list[tuple[Any, ...]] = []
     for index, record in enumerate(candidates):
-        parts = _parts_without_path(record, best, most, scope_boosts, now)
+        parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now)
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
         bound = sum(v for _, v in parts) + most_path + 1e-9
@@ -234,11 +245,11 @@ def rank_lazily(
         heapq.heappush(pending, (-scored.score, record_id, index, scored, True))
 
 
-def _parts_without_path(record: Mapping[str, Any], best: float, most: int,
+def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, most: int,
                         scope_boosts: dict[str, float],
                         now: datetime) -> tuple[tuple[str, float], ...]:
     """Every part of the score but the path boost, in the order of the sum."""
-    lexical = _bm25(record) / best if best < 0 else 1.0
+    lexical = bm25 / best if best < 0 else 1.0
     count = record.get("matched_terms")
     coverage = (
         W_COVERAGE * count / most

@@ -547,3 +547,28 @@ def test_stem_cache_overflow_keeps_answering(monkeypatch: pytest.MonkeyPatch) ->
     assert stemmer.matching({b"caches", b"cache", b"refreshed", b"x1", b"x2"},
                             ["cach", "refresh"]) == {b"caches": "cach", b"cache": "cach",
                                                      b"refreshed": "refresh"}
+
+
+_STEM = st.text("abcdefgxyz0189", min_size=1, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(COMMON + FILLER), max_size=40).map(" ".join),
+       queries=st.lists(st.lists(_STEM | st.sampled_from(COMMON), min_size=1, max_size=8),
+                        min_size=1, max_size=5))
+def test_stored_counts_read_alike_first_time_and_after(text: str,
+                                                      queries: list[list[str]]) -> None:
+    """A row's counts are read by regular expression first and parsed whole once queries
+    ask for other stems; every query gets exactly the stems the row holds, in query order,
+    whichever way it was read."""
+    stored = term_counts(text, "", "")
+    whole = candidates._parse_counts(stored)
+    entry = candidates._parse_stored("M-1", stored)
+    assert entry is not None
+    stem_of = candidates.stems(COMMON)
+    for words in queries + queries:
+        key = tuple(sorted({stem_of.get(w) or w for w in words}))
+        expected = {stem: whole[stem] for stem in key if stem in whole}
+        got = entry.weights(key)
+        assert got == expected
+        assert list(got) == list(expected)
