@@ -568,7 +568,7 @@ def test_stored_counts_read_alike_first_time_and_after(text: str,
     stem_of = candidates.stems(COMMON)
     for words in queries + queries:
         key = tuple(sorted({stem_of.get(w) or w for w in words}))
-        expected = {stem: whole[stem] for stem in key if stem in whole}
+        expected = {stem: float(whole[stem]) for stem in key if stem in whole}
         got = entry.weights(key)
         assert got == expected
         assert list(got) == list(expected)
