@@ -604,6 +604,7 @@ def fetch_candidates(
     if inexact:
         lengths = {seq: sum(varints(blob or b""))
                    for seq, blob in _by_seq(conn, "memory_fts_docsize", "id, sz", inexact)}
+    terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     best = sorted(
         (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, c)
         for c in counted)[:limit]
@@ -613,7 +614,7 @@ def fetch_candidates(
         record = records.get(seq)
         if record is None:  # deleted since the pool was read; skip rather than fail
             continue
-        matched = sum(len(stem_terms[stem]) for stem in counted_row.freq)
+        matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
         out.append(dict(record, bm25=score, matched_terms=matched))
     return out
 

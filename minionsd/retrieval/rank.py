@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import operator
 import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,6 +50,7 @@ W_CONFIDENCE = 0.04
 W_PINNED = 0.06
 
 _BODY_SCAN_CHARS = 65536
+_VALUE = operator.itemgetter(1)  # of a (name, value) part
 # The path-like word around a place where a task file's name occurs in a body.
 _PATH_AROUND_RE = re.compile(r"([\w./\-]*\w)")
 
@@ -230,7 +232,7 @@ def rank_lazily(
         parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now)
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
-        bound = sum(v for _, v in parts) + most_path + 1e-9
+        bound = sum(map(_VALUE, parts)) + most_path + 1e-9
         pending.append((-bound, record_id, index, parts, False))
     heapq.heapify(pending)
     while pending:
@@ -241,7 +243,7 @@ def rank_lazily(
         record = candidates[index]
         path = _path_boost(record, files) if most_path else 0.0
         full = (*parts[:4], ("path", path), *parts[4:])
-        scored = Scored(sum(v for _, v in full), record, full)
+        scored = Scored(sum(map(_VALUE, full)), record, full)
         heapq.heappush(pending, (-scored.score, record_id, index, scored, True))
 
 
