@@ -631,43 +631,47 @@ class _Counted:
 class _Stored:
     """A row's stored term counts (cached in the record view).
 
-    The first query that scores a row pulls its own stems out of the text with one regular
-    expression (several times cheaper than parsing all of a row's ~150 lines, which a row
-    scored once would waste) and remembers them, 0.0 for a stem the row lacks. A row that a
-    later query needs stems of that were not looked for is scored often: it is parsed whole,
-    once, and from then on every query is dictionary lookups. `state` is (whole, counts),
-    replaced in one assignment, never changed in place, so threads sharing an entry always see
-    a consistent one.
+    A query that needs stems of a row not looked for yet pulls them out of the text with one
+    regular expression (one per query, shared by the rows), and the row remembers what it
+    found, 0.0 for a stem it lacks. Parsing all of a row's ~150 lines costs about four such
+    searches, so a row is parsed whole, once, on its WHOLE_AFTER-th search: rows recalled by
+    many different tasks end up as dictionaries (every query then only looks stems up), rows
+    recalled once or twice never pay for it. `state` is (whole, counts, searches), replaced in
+    one assignment, never changed in place, so threads sharing an entry always see a
+    consistent one; the memo of a row not parsed whole holds fewer than WHOLE_AFTER queries'
+    stems.
     """
 
     __slots__ = ("id", "length", "exact", "text", "state")
+    WHOLE_AFTER = 4
 
     def __init__(self, record_id: str, length: int, exact: bool, text: str) -> None:
         self.id = record_id
         self.length = length
         self.exact = exact
         self.text = text
-        self.state: tuple[bool, dict[str, Any]] = (False, {})
+        # Counts are numbers before the row is parsed whole, text after (see _parse_counts).
+        self.state: tuple[bool, dict[str, Any], int] = (False, {}, 0)
 
     def weights(self, key: tuple[str, ...]) -> dict[str, float]:
         """stem -> weighted count for the stems of `key` (the query's stems, sorted) the row
         holds, in `key` order."""
-        whole, known = self.state
+        whole, known, searches = self.state
         if whole:
             return {stem: float(known[stem]) for stem in key if stem in known}
         try:
             return {stem: value for stem in key if (value := known[stem])}
         except KeyError:
             pass
-        if known:
+        if searches + 1 >= self.WHOLE_AFTER:
             known = _parse_counts(self.text)
-            self.state = (True, known)
+            self.state = (True, known, searches + 1)
             return {stem: float(known[stem]) for stem in key if stem in known}
         # One pattern per query (compiling one costs as much as searching ~20 rows), so it
-        # looks for all of `key`.
+        # looks for all of `key`, not only the stems this row has not seen.
         found = {stem: float(value) for stem, value in _stem_pattern(key).findall(self.text)}
-        known = dict.fromkeys(key, 0.0) | found
-        self.state = (False, known)
+        known = known | dict.fromkeys(key, 0.0) | found
+        self.state = (False, known, searches + 1)
         return {stem: value for stem in key if (value := known[stem])}
 
 
