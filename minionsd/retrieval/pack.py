@@ -18,6 +18,7 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -32,11 +33,20 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _body_words(record: Mapping[str, Any]) -> list[str]:
-    """The body's words, lower-cased: a body compares by these (case and spacing ignored)."""
+def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ...]]]:
+    """A body as dedupe compares it: its lower-cased words joined by single spaces, and their
+    3-shingles."""
     body = record.get("body")
+    return _comparable_body(body) if isinstance(body, str) else _comparable_body("")
+
+
+@functools.lru_cache(maxsize=256)
+def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
+    # Cached: the same records are packed for many tasks, and a body's shingles cost more than
+    # the rest of its packing (a set of ~150 shingles is ~20 KB, hence the small cache).
     # Lower-casing never makes or removes whitespace, so this splits as the original would.
-    return body.lower().split() if isinstance(body, str) else []
+    words = body.lower().split()
+    return " ".join(words), _shingles(words)
 
 
 def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
@@ -65,11 +75,9 @@ class _Distinct:
         self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
 
     def admit(self, item: Scored) -> bool:
-        words = _body_words(item.record)
-        body = " ".join(words)
+        body, shingles = _comparable(item.record)
         if body in self.seen_bodies:
             return False
-        shingles = _shingles(words)
         n = len(shingles)
         low = bisect.bisect_left(self.by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
         high = bisect.bisect_right(self.by_size, (math.floor(n / NEAR_DUPLICATE),
@@ -98,26 +106,48 @@ def _date(created_at: Any) -> str:
     return "unknown"
 
 
+_RENDERED_FIELDS = ("id", "type", "scope", "trust", "created_at", "source", "title", "body")
+
+
 def render_item(record: Mapping[str, Any]) -> str:
     """One record as the agent reads it: provenance line, title (if any), body."""
+    return _rendered(record)[0]
+
+
+def _rendered(record: Mapping[str, Any]) -> tuple[str, int]:
+    """render_item's text and its size in UTF-8 bytes."""
+    fields = tuple(record.get(name) for name in _RENDERED_FIELDS)
+    # Only text fields (all the database holds) are cached: 1 == 1.0 == True as keys, but
+    # they render differently.
+    if all(type(value) is str or value is None for value in fields):
+        return _render_cached(fields)
+    return _render(fields)
+
+
+def _render(fields: tuple[Any, ...]) -> tuple[str, int]:
+    record_id, kind, scope, trust, created_at, source, title, body = fields
     header = " | ".join(
         (
-            f"id={_one_line(record.get('id'))}",
-            f"type={_one_line(record.get('type'))}",
-            f"scope={_one_line(record.get('scope'))}",
-            f"trust={_one_line(record.get('trust'))}",
-            f"date={_date(record.get('created_at'))}",
-            f"source={_one_line(record.get('source'))}",
+            f"id={_one_line(record_id)}",
+            f"type={_one_line(kind)}",
+            f"scope={_one_line(scope)}",
+            f"trust={_one_line(trust)}",
+            f"date={_date(created_at)}",
+            f"source={_one_line(source)}",
         )
     )
     lines = [f"[{header}]"]
-    title = _one_line(record.get("title"), default="")
+    title = _one_line(title, default="")
     if title:
         lines.append(f"Title: {title}")
-    body = record.get("body")
     if isinstance(body, str) and body.strip():
         lines.append(body.strip("\n").rstrip())
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return text, len(text.encode("utf-8"))
+
+
+# The same records are packed for many tasks; a rendered item is about its body's size.
+_render_cached = functools.lru_cache(maxsize=1024)(_render)
 
 
 def min_size(record: Mapping[str, Any]) -> int:
@@ -155,8 +185,7 @@ def pack(
     for item in scored:
         if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
-        text = render_item(item.record)
-        size = len(text.encode("utf-8"))
+        text, size = _rendered(item.record)
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
             continue

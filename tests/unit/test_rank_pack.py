@@ -319,3 +319,11 @@ def test_pack_stops_reading_once_nothing_can_fit() -> None:
 
     text, chosen = pack(reading(), top_k=8, max_bytes=1500, smallest=600)
     assert len(chosen) == 2 and len(read) == 2  # a third 600-byte body can never fit in 1500
+
+
+def test_render_cache_keeps_equal_but_different_values_apart() -> None:
+    """1, 1.0 and True are equal as cache keys; each must still render as itself."""
+    texts = [render_item({"id": value, "body": "same body"}) for value in (1, 1.0, True, "1")]
+    assert [t.split(" | ")[0] for t in texts] == ["[id=1", "[id=1.0", "[id=True", "[id=1"]
+    record = {"id": "M-1", "title": "T", "body": "b", "source": "s"}
+    assert render_item(record) == render_item(dict(record)) == render_item(record)
