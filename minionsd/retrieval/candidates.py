@@ -50,7 +50,6 @@ import json
 import math
 import re
 import sqlite3
-import sys
 import threading
 import time
 from array import array
@@ -605,6 +604,7 @@ def fetch_candidates(
         lengths = {seq: sum(varints(blob or b""))
                    for seq, blob in _by_seq(conn, "memory_fts_docsize", "id, sz", inexact)}
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
+    # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
     best = sorted(
         (_bm25(c.freq, stem_idf, lengths.get(c.seq, c.length), stats.avgdl), c.id, c.seq, c)
         for c in counted)[:limit]
@@ -658,31 +658,59 @@ class _Stored:
         holds, in `key` order."""
         whole, known, searches = self.state
         if whole:
-            return {stem: float(known[stem]) for stem in key if stem in known}
+            return _numbers(key, known)
         try:
             return {stem: value for stem in key if (value := known[stem])}
         except KeyError:
             pass
         if searches + 1 >= self.WHOLE_AFTER:
-            known = _parse_counts(self.text)
-            self.state = (True, known, searches + 1)
-            return {stem: float(known[stem]) for stem in key if stem in known}
+            parsed = _parse_counts(self.text)
+            self._store((True, parsed, searches + 1), searches)
+            return _numbers(key, parsed)
         # One pattern per query (compiling one costs as much as searching ~20 rows), so it
         # looks for all of `key`, not only the stems this row has not seen.
         found = {stem: float(value) for stem, value in _stem_pattern(key).findall(self.text)}
-        known = known | dict.fromkeys(key, 0.0) | found
-        self.state = (False, known, searches + 1)
-        return {stem: value for stem in key if (value := known[stem])}
+        merged = known | dict.fromkeys(key, 0.0) | found
+        self._store((False, merged, searches + 1), searches)
+        return {stem: value for stem in key if (value := merged[stem])}
+
+    def _store(self, state: tuple[bool, dict[str, Any], int], searches_seen: int) -> None:
+        # Another thread may have stored since this one read `state`: keep the newer one (a
+        # lost memo would only cost a search again, but a row parsed whole should stay so).
+        if self.state[2] == searches_seen:
+            self.state = state
+
+
+def _numbers(key: tuple[str, ...], counts: dict[str, str]) -> dict[str, float]:
+    """The non-zero counts of the stems of `key` in a row parsed whole, in `key` order."""
+    return {stem: value for stem in key if stem in counts and (value := float(counts[stem]))}
+
+
+_COUNT_LINE_RE = re.compile(r"\n(\S+) (\S+)")
+_COUNT_LINES_RE = re.compile(r"(?:\S+ \S+\n)*")  # the lines after the header, as written
+# Stems and counts of rows parsed whole, shared between rows (sys.intern would do, but makes
+# strings immortal on Python 3.12). Emptied when full; sharing is only a memory saving.
+_SHARED: dict[str, str] = {}
+_MAX_SHARED = 300_000
 
 
 def _parse_counts(text: str) -> dict[str, str]:
-    """Every stem line of a stored term_counts text (after its three-word header).
+    """Every stem line of a stored term_counts text (after its header), the count as text.
 
-    Stems and counts are interned: rows share them, so a parsed row takes ~3x its text, not
-    ~12x. A query converts the few counts it uses to numbers.
+    Lines are read as the per-query expression reads them (`\n<stem> <count>`). Text as
+    term_counts writes it (two words a line) is split on whitespace, which is faster; a
+    hand-edited row is read line by line.
     """
-    words = text.split()[3:]
-    return dict(zip(map(sys.intern, words[0::2]), map(sys.intern, words[1::2]), strict=False))
+    if len(_SHARED) > _MAX_SHARED:
+        _SHARED.clear()
+    share = _SHARED.setdefault
+    if _COUNT_LINES_RE.fullmatch(text, text.find("\n") + 1):
+        words = text.split()[3:]
+        stems, counts = words[0::2], words[1::2]
+    else:
+        pairs = _COUNT_LINE_RE.findall(text)
+        stems, counts = [p[0] for p in pairs], [p[1] for p in pairs]
+    return dict(zip(map(share, stems, stems), map(share, counts, counts), strict=True))
 
 
 @functools.lru_cache(maxsize=256)

@@ -146,7 +146,7 @@ def _path_start(text: str, index: int) -> int:
 
 
 def _unit(value: Any) -> float:
-    if type(value) is float and 0.0 <= value <= 1.0:  # the usual case, checked cheaply
+    if type(value) is float and 0.0 < value <= 1.0:  # the usual case, checked cheaply
         return value
     if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
         return 0.0
