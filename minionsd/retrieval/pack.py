@@ -37,16 +37,21 @@ def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ..
     """A body as dedupe compares it: its lower-cased words joined by single spaces, and their
     3-shingles."""
     body = record.get("body")
-    return _comparable_body(body) if isinstance(body, str) else _comparable_body("")
+    if not isinstance(body, str):
+        body = ""
+    return _comparable_cached(body) if len(body) <= _CACHED_CHARS else _comparable_body(body)
 
 
-@functools.lru_cache(maxsize=256)
 def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
-    # Cached: the same records are packed for many tasks, and a body's shingles cost more than
-    # the rest of its packing (a set of ~150 shingles is ~20 KB, hence the small cache).
     # Lower-casing never makes or removes whitespace, so this splits as the original would.
     words = body.lower().split()
     return " ".join(words), _shingles(words)
+
+
+# Cached for bodies of ordinary size: the same records are packed for many tasks, and a body's
+# shingles cost more than the rest of its packing (~150 shingles take ~20 KB, hence few).
+_CACHED_CHARS = 16384
+_comparable_cached = functools.lru_cache(maxsize=256)(_comparable_body)
 
 
 def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
@@ -118,8 +123,9 @@ def _rendered(record: Mapping[str, Any]) -> tuple[str, int]:
     """render_item's text and its size in UTF-8 bytes."""
     fields = tuple(record.get(name) for name in _RENDERED_FIELDS)
     # Only text fields (all the database holds) are cached: 1 == 1.0 == True as keys, but
-    # they render differently.
-    if all(type(value) is str or value is None for value in fields):
+    # they render differently. A huge body is rendered each time rather than held.
+    if all(type(value) is str or value is None for value in fields) and len(
+            fields[-1] or "") <= _CACHED_CHARS:
         return _render_cached(fields)
     return _render(fields)
 
