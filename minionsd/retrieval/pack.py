@@ -39,7 +39,8 @@ def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ..
     body = record.get("body")
     if not isinstance(body, str):
         body = ""
-    return _comparable_cached(body) if len(body) <= _CACHED_CHARS else _comparable_body(body)
+    return (_comparable_cached(body) if len(body) <= _SHINGLES_CACHED_CHARS
+            else _comparable_body(body))
 
 
 def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
@@ -49,9 +50,11 @@ def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
 
 
 # Cached for bodies of ordinary size: the same records are packed for many tasks, and a body's
-# shingles cost more than the rest of its packing (~150 shingles take ~20 KB, hence few).
-_CACHED_CHARS = 16384
-_comparable_cached = functools.lru_cache(maxsize=256)(_comparable_body)
+# shingles cost more than the rest of its packing. Words, text and shingles take ~26 bytes per
+# body character (~40 KB for a 1.5 KB note), so at most 128 bodies of up to 4,096 characters:
+# ~14 MB at worst.
+_SHINGLES_CACHED_CHARS = 4096
+_comparable_cached = functools.lru_cache(maxsize=128)(_comparable_body)
 
 
 def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
@@ -123,9 +126,9 @@ def _rendered(record: Mapping[str, Any]) -> tuple[str, int]:
     """render_item's text and its size in UTF-8 bytes."""
     fields = tuple(record.get(name) for name in _RENDERED_FIELDS)
     # Only text fields (all the database holds) are cached: 1 == 1.0 == True as keys, but
-    # they render differently. A huge body is rendered each time rather than held.
+    # they render differently. A long body is rendered each time rather than held.
     if all(type(value) is str or value is None for value in fields) and len(
-            fields[-1] or "") <= _CACHED_CHARS:
+            fields[-1] or "") <= _RENDER_CACHED_CHARS:
         return _render_cached(fields)
     return _render(fields)
 
@@ -152,7 +155,9 @@ def _render(fields: tuple[Any, ...]) -> tuple[str, int]:
     return text, len(text.encode("utf-8"))
 
 
-# The same records are packed for many tasks; a rendered item is about its body's size.
+# The same records are packed for many tasks; a rendered item is about its body's size, so
+# at most 1,024 items of bodies up to 8,192 characters: ~8 MB.
+_RENDER_CACHED_CHARS = 8192
 _render_cached = functools.lru_cache(maxsize=1024)(_render)
 
 
