@@ -1,0 +1,133 @@
+"""Count the CPU instructions one retrieval costs, in-process, under callgrind. Prints figures.
+
+Wall-clock figures on a shared 2-core machine move by 10-25% from one run to the next, which
+hides a 10% change. Instruction counts barely move, so they are the figure to compare two
+versions of the retrieval code by (wall time stays the figure the targets are about, see
+scripts/bench.py section 5).
+
+    .venv/bin/python scripts/count_instructions.py --db /tmp/ic10k.sqlite     # built once
+    .venv/bin/python scripts/count_instructions.py --db /tmp/ic100k.sqlite --records 100000 \\
+        --mode fresh --calls 100
+    git worktree add /tmp/old <commit>            # then the same command with PYTHONPATH=/tmp/old
+
+What one call is: the read side of `memory.retrieve` as the daemon runs it (task terms, then
+`recall._pack`: candidates, rerank, pack, then the fence), on a read-only connection, without
+the socket. `cycled` asks 20 bench tasks in turn (two rounds first, so their caches are warm)
+and counts `--calls` more rounds; `fresh` counts `--calls` tasks never asked before (after
+the same warm-up). The child runs twice under `valgrind --tool=callgrind`, without and with
+the counted calls, with PYTHONHASHSEED=0; the difference divided by the calls is the figure.
+Needs valgrind on PATH (Debian: apt install valgrind); asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_data  # noqa: E402
+
+from minionsd import records  # noqa: E402
+from minionsd.db import connect, migrate  # noqa: E402
+
+SEED = 7
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+_CHILD = "MINIONS_COUNT_CHILD"
+
+
+def build(path: Path, count: int) -> None:
+    """The bench's synthetic records, written in-process (about 3 ms each)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(path)
+    migrate(conn)
+    conn.execute("PRAGMA synchronous=OFF")
+    vocab = bench_data.Vocabulary(SEED)
+    began = time.monotonic()
+    conn.execute("BEGIN")
+    for index, params in enumerate(bench_data.record_stream(vocab, SEED, 0, count, NOW)):
+        records.insert(conn, records.validate_new(params), NOW)
+        if index % 5000 == 4999:
+            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+            print(f"   built {index + 1:,} records in {time.monotonic() - began:.0f} s",
+                  flush=True)
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def workload(db: Path, mode: str, calls: int) -> None:
+    """Run in the child: warm up, then `calls` counted rounds or tasks."""
+    from minionsd.fence import fence
+    from minionsd.recall import _pack
+    from minionsd.retrieval.query import task_terms
+
+    app = SimpleNamespace(config={"engine.memory_retrieval_candidate_limit": 50,
+                                  "engine.memory_retrieval_top_k": 8,
+                                  "engine.memory_retrieval_max_bytes": 8192})
+    conn = connect(db, readonly=True)
+    vocab = bench_data.Vocabulary(SEED)
+    cycled = bench_data.tasks(vocab, SEED, 20)
+
+    def one(task: dict, project: str | None, agent: str | None) -> None:
+        found = _pack(app, conn, task, task_terms(task), project, agent, NOW)
+        fence(found["pack"], f"memory-retrieval:item={task['id']}", 65536)
+
+    for _round in range(2):
+        for spec in cycled:
+            one(*spec)
+    if mode == "cycled":
+        for _round in range(calls):
+            for spec in cycled:
+                one(*spec)
+    else:
+        for spec in bench_data.tasks(vocab, 1234, calls):
+            one(*spec)
+
+
+def instructions(db: Path, mode: str, calls: int) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0", **{_CHILD: f"{mode}:{calls}"})
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         __file__, "--db", str(db)], env=env, capture_output=True, text=True, check=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", type=Path, required=True,
+                        help="a state.db to read; built with --records if missing")
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--mode", choices=("cycled", "fresh"), default="cycled")
+    parser.add_argument("--calls", type=int, default=1,
+                        help="counted rounds of 20 tasks (cycled) or new tasks (fresh)")
+    args = parser.parse_args()
+    if os.environ.get(_CHILD):
+        mode, calls = os.environ[_CHILD].split(":")
+        workload(args.db, mode, int(calls))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not on PATH (Debian: apt install valgrind)")
+    if not args.db.exists():
+        build(args.db, args.records)
+    counted = args.calls * (20 if args.mode == "cycled" else 1)
+    base = instructions(args.db, args.mode, 0)
+    total = instructions(args.db, args.mode, args.calls)
+    import minionsd
+
+    print(f"{args.mode}: {(total - base) / counted / 1e6:.2f}M instructions per retrieval "
+          f"({counted} calls; code from {Path(minionsd.__file__).parent})")
+
+
+if __name__ == "__main__":
+    main()
