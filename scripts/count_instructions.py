@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_data  # noqa: E402
 
 from minionsd import records  # noqa: E402
+from minionsd.config import defaults  # noqa: E402
 from minionsd.db import connect, migrate  # noqa: E402
 
 SEED = 7
@@ -69,16 +70,18 @@ def workload(db: Path, mode: str, calls: int) -> None:
     from minionsd.recall import _pack
     from minionsd.retrieval.query import task_terms
 
-    app = SimpleNamespace(config={"engine.memory_retrieval_candidate_limit": 50,
-                                  "engine.memory_retrieval_top_k": 8,
-                                  "engine.memory_retrieval_max_bytes": 8192})
+    # The default configuration, keyed the way the daemon's Config is ("engine.top_k").
+    settings = {f"{section}.{name}": value for section, keys in defaults().items()
+                if section != "agents" for name, value in keys.items()}
+    app = SimpleNamespace(config=settings)
     conn = connect(db, readonly=True)
     vocab = bench_data.Vocabulary(SEED)
     cycled = bench_data.tasks(vocab, SEED, 20)
 
     def one(task: dict, project: str | None, agent: str | None) -> None:
         found = _pack(app, conn, task, task_terms(task), project, agent, NOW)
-        fence(found["pack"], f"memory-retrieval:item={task['id']}", 65536)
+        fence(found["pack"], f"memory-retrieval:item={task['id']}",
+              settings["engine.untrusted_fence_max_bytes"])
 
     for _round in range(2):
         for spec in cycled:
