@@ -277,7 +277,13 @@ def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
 
 
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
-    params = {"body": args.text, "author": args.author or getpass.getuser()}
+    body = args.text
+    if body == "-":
+        body = sys.stdin.read()
+        if not body.strip():
+            raise UsageError("note -: standard input was empty; pipe the note's text in, "
+                             "e.g. printf 'text' | minionsctl note -")
+    params = {"body": body, "author": args.author or getpass.getuser()}
     for key in ("title", "kind", "project", "task", "outcome"):
         if getattr(args, key):
             params[key] = getattr(args, key)
@@ -406,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("init", "create the home layout and a commented config.toml")
     add("status", "show daemon, inbox, consolidation and record status")
     p = add("note", "submit a note to the inbox")
-    p.add_argument("text")
+    p.add_argument("text", help="the note's text, or - to read it from standard input")
     for opt in ("--author", "--title", "--kind", "--project", "--task", "--outcome"):
         p.add_argument(opt)
     p.add_argument("--hold", action="store_true")

@@ -157,17 +157,17 @@ class ConsolidationService:
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
         submission = inbox_mod.prepare_submission(params, now)
-        target = self.app.home.inbox / submission.name
+        inbox_dir = self.app.home.inbox
 
-        def claim_and_write(conn: Any) -> bool:
-            if not inbox_mod.record_submission(conn, submission, self.app.home.inbox, now):
-                return False
-            # Written inside the transaction: if the write fails the claim rolls back.
-            atomic_write_text(target, submission.text)
-            return True
+        def claim_and_write(conn: Any) -> tuple[str, bool]:
+            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
+            if fresh:
+                # Written inside the transaction: if the write fails the claim rolls back.
+                atomic_write_text(inbox_dir / name, submission.text)
+            return name, fresh
 
-        written = self.app.db.write_blocking(claim_and_write)
-        return {"name": submission.name, "path": self.app.home.rel(target),
+        name, written = self.app.db.write_blocking(claim_and_write)
+        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 
     def methods(self) -> dict[str, Any]:

@@ -185,9 +185,13 @@ def test_submit_names_duplicates_and_findings(make_daemon, short_home):
     assert first["path"].startswith("notes/inbox/dallas-retry-helper-usage-")
     text = (daemon.home / first["path"]).read_text()
     assert text.startswith("---\n") and "title: 'Retry helper: usage'" in text
-    again = daemon.call("inbox.submit", body="other", author="dallas",
-                        title="Retry helper: usage")
+    again = daemon.call("inbox.submit", body="Use the retry helper: it backs off",
+                        author="dallas", title="Retry helper: usage")
     assert again == first | {"duplicate": True}
+    other = daemon.call("inbox.submit", body="other", author="dallas",
+                        title="Retry helper: usage")
+    assert other["duplicate"] is False
+    assert other["name"] == first["name"].removesuffix(".md") + "-2.md"
     with pytest.raises(RpcError) as err:
         daemon.call("inbox.submit", body="x", author="dallas", kind="finding")
     assert err.value.code == -32602 and "task" in err.value.detail

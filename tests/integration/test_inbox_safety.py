@@ -4,6 +4,7 @@ all through the real daemon, its socket, its files and the CLI."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -84,3 +85,64 @@ def test_concurrent_knowledge_create_with_one_title_keeps_every_body(quiet):
     leftovers = [p.name for p in (d.home / "knowledge" / "conventions").iterdir()
                  if ".new." in p.name or ".tmp." in p.name]
     assert leftovers == []
+
+
+# --- 5. same name, different body -----------------------------------------------------------
+
+def test_same_title_same_day_different_body_is_written_under_the_next_name(clocked):
+    d = clocked
+    bodies = ["Build failed in module m1.", "Build failed in module m2.",
+              "Build failed in module m3."]
+    made = [d.call("inbox.submit", body=b, author="dallas", title="Build failure")
+            for b in bodies]
+    assert [m["duplicate"] for m in made] == [False, False, False]
+    stem = made[0]["name"].removesuffix(".md")
+    assert stem.startswith("dallas-") and stem.endswith("-2030-01-01")
+    assert [m["name"] for m in made] == [stem + ".md", stem + "-2.md", stem + "-3.md"]
+    for m, body in zip(made, bodies, strict=True):
+        assert body in (d.home / m["path"]).read_text()
+    # An identical resubmission (a retry) of any of them is the duplicate, nothing written.
+    again = d.call("inbox.submit", body=bodies[1], author="dallas", title="Build failure")
+    assert again == made[1] | {"duplicate": True}
+    untitled = [d.call("inbox.submit", body=f"Session summary: step {i} done", author="dallas")
+                for i in (1, 2)]
+    assert untitled[0]["name"] != untitled[1]["name"]
+    assert len(list((d.home / "notes" / "inbox").glob("*.md"))) == 5
+    # Consolidated names stay taken: a new body never reuses them, a retried one is still
+    # known as a duplicate.
+    d.call("consolidation.run", force=True)
+    assert list((d.home / "notes" / "inbox").glob("*.md")) == []
+    fourth = d.call("inbox.submit", body="Build failed in module m4.", author="dallas",
+                    title="Build failure")
+    assert fourth["name"] == made[0]["name"].removesuffix(".md") + "-4.md"
+    retry = d.call("inbox.submit", body=bodies[0], author="dallas", title="Build failure")
+    assert retry == made[0] | {"duplicate": True}
+    assert len(d.call("memory.search", query="module")["records"]) == 3
+
+
+def test_cli_note_with_a_reused_title_writes_every_note(quiet):
+    home = quiet.home
+    first = ctl(home, "note", "first summary", "--author", "dallas", "--title", "Summary")
+    second = ctl(home, "note", "second summary", "--author", "dallas", "--title", "Summary")
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert first.stdout.startswith("written: ") and second.stdout.startswith("written: ")
+    assert first.stdout != second.stdout
+    texts = sorted(p.read_text() for p in (home / "notes" / "inbox").glob("*.md"))
+    assert [("first summary" in t, "second summary" in t) for t in texts] == [
+        (True, False), (False, True)]
+
+
+# --- 6. note - reads stdin ------------------------------------------------------------------
+
+def test_cli_note_dash_reads_the_body_from_stdin(quiet):
+    home = quiet.home
+    out = ctl(home, "--json", "note", "-", "--author", "dallas",
+              stdin="text from a pipe\nsecond line\n")
+    assert out.returncode == 0, out.stderr
+    path = home / json.loads(out.stdout)["path"]
+    meta, body = parse_note(path.read_text())
+    assert body == "text from a pipe\nsecond line\n" and meta["author"] == "dallas"
+    empty = ctl(home, "note", "-", "--author", "dallas", stdin="  \n")
+    assert empty.returncode == 2
+    assert "standard input" in empty.stderr and "note -" in empty.stderr
+    assert len(list((home / "notes" / "inbox").glob("*.md"))) == 1
