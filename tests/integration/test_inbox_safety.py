@@ -132,6 +132,24 @@ def test_cli_note_with_a_reused_title_writes_every_note(quiet):
         (True, False), (False, True)]
 
 
+def test_storm_alert_written_once_when_a_crash_redoes_the_batch(make_daemon, short_home):
+    _quiet_config(short_home)
+    inbox = short_home / "notes" / "inbox"
+    inbox.mkdir(parents=True)
+    for i in range(4):
+        (inbox / f"copy-{i}.md").write_text("The same storm text, copied again and again.\n")
+    crashing = make_daemon(env={"MINIONS_TEST_CRASH_AT": "archive:2"})
+    with pytest.raises((RpcError, ConnectionError, OSError)):
+        crashing.call("consolidation.run", force=True)
+    wait_for(lambda: crashing.proc.poll() is not None, what="the injected crash")
+    alerts = sorted(p.name for p in inbox.glob("engine-*.md"))
+    assert len(alerts) == 1  # written before the crash
+    restarted = make_daemon()
+    wait_for(lambda: not list(inbox.glob("copy-*.md")), what="the redo to archive the storm")
+    assert restarted.call("status")["consolidation"]["circuit_breaks"] == 1
+    assert sorted(p.name for p in inbox.glob("engine-*.md")) == alerts
+
+
 # --- 6. note - reads stdin ------------------------------------------------------------------
 
 def test_cli_note_dash_reads_the_body_from_stdin(quiet):
