@@ -28,7 +28,15 @@ from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
 from minionsd.fileio import atomic_write_text
 from minionsd.home import Home
-from minionsd.markdown import FrontMatterError, first_heading, parse_note, render_note, safe_slug
+from minionsd.markdown import (
+    FrontMatterError,
+    check_note_types,
+    first_heading,
+    parse_note,
+    read_note,
+    render_note,
+    safe_slug,
+)
 
 log = structlog.get_logger()
 
@@ -144,7 +152,10 @@ class Inbox:
         reason = None
         try:
             content = raw.decode("utf-8")
-            meta, _body = parse_note(content)
+            meta, _body, warnings = read_note(content)
+            meta, type_warnings = check_note_types(meta)
+            for warning in warnings + type_warnings:
+                log.warning("inbox.front_matter", name=entry.name, detail=warning)
             if not content.strip():
                 reason = "file is empty"
         except UnicodeDecodeError as exc:

@@ -92,7 +92,8 @@ def test_quarantine_and_ignored_files(make_daemon, short_home):
     daemon = make_daemon()
     inbox = home / "notes" / "inbox"
     drop(inbox, "bad-utf8.md", b"# hi\n\xff\xfe broken\n")
-    drop(inbox, "bad-yaml.md", "---\nagent: [unclosed\n---\nbody\n")
+    # Neither YAML nor `key: value` lines (SPEC §2), so it cannot be read either way.
+    drop(inbox, "bad-yaml.md", "---\nagent: [unclosed\n- a list item\n---\nbody\n")
     drop(inbox, "huge.md", "x" * 5000)
     target = drop(home, "outside.md", "secret")
     os.symlink(target, inbox / "link.md")

@@ -164,3 +164,28 @@ def test_cli_note_dash_reads_the_body_from_stdin(quiet):
     assert empty.returncode == 2
     assert "standard input" in empty.stderr and "note -" in empty.stderr
     assert len(list((home / "notes" / "inbox").glob("*.md"))) == 1
+
+
+# --- 8. loose front matter ------------------------------------------------------------------
+
+def test_unquoted_colon_title_is_consolidated_not_quarantined(quiet):
+    d = quiet
+    inbox = d.home / "notes" / "inbox"
+    (inbox / "dallas-gotcha.md").write_text(
+        "---\nagent: dallas\ntitle: Gotcha 3: module m7 needs setup\nimportance: high\n---\n\n"
+        "Run the m7 setup script before the first build, or the build hangs.\n")
+    (inbox / "bad-block.md").write_text("---\ntitle: a: b\nnot a key line\n---\n\nbody\n")
+    result = d.call("consolidation.run", force=True)
+    assert result["archived"] == ["notes/archive/" + result["archived"][0].rsplit("/", 1)[1]]
+    assert "dallas-gotcha.md" in result["archived"][0]
+    quarantine = d.home / "notes" / "quarantine"
+    assert sorted(p.name for p in quarantine.iterdir()) == ["bad-block.md",
+                                                             "bad-block.md.reason.txt"]
+    found = d.call("memory.search", query="m7 setup script")["records"]
+    assert [r["title"] for r in found] == ["Gotcha 3: module m7 needs setup"]
+    assert found[0]["importance"] == 0.5 and found[0]["author"] == "dallas"
+    kb = d.home / result["kb_entries"][0]
+    meta, _ = parse_note(kb.read_text())
+    assert meta["title"] == "Gotcha 3: module m7 needs setup" and "importance" not in meta
+    log = d.log()
+    assert "line by line" in log and "'importance' ignored" in log
