@@ -328,6 +328,11 @@ def _task_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _fmt_inbox(result: dict[str, Any]) -> str:
+    if "quarantined" in result:
+        if not result["quarantined"]:
+            return "quarantine is empty"
+        return "\n".join(f"{q['name']:<60} {q['at']}  {q['reason']}"
+                         for q in result["quarantined"])
     if not result["notes"]:
         return "inbox is empty"
     return "\n".join(
@@ -356,7 +361,10 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "note": _simple("inbox.submit", _note_params,
                     lambda r: f"{'duplicate, not written' if r['duplicate'] else 'written'}: "
                               f"{r['path']}"),
-    "inbox": _simple("inbox.list", lambda a: {}, _fmt_inbox),
+    "inbox": _simple("inbox.list", lambda a: {"quarantined": True} if a.quarantined else {},
+                     _fmt_inbox),
+    "inbox requeue": _simple("inbox.requeue", lambda a: {"name": a.name},
+                             lambda r: f"requeued: {r['path']}"),
     "consolidate": _simple("consolidation.run", lambda a: {"force": a.force}, _fmt_consolidate),
     "search": _simple("memory.search", _search_params, _fmt_search),
     "show": _simple("memory.get", lambda a: {"id": a.id}, _fmt_record),
@@ -416,7 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     for opt in ("--author", "--title", "--kind", "--project", "--task", "--outcome"):
         p.add_argument(opt)
     p.add_argument("--hold", action="store_true")
-    add("inbox", "list inbox notes")
+    p = add("inbox", "list inbox notes (or, with --quarantined, the quarantined files)")
+    p.add_argument("--quarantined", action="store_true",
+                   help="list notes/quarantine/ with each file's reason")
+    inbox = p.add_subparsers(dest="sub", metavar="SUB")
+    add("requeue", "move a fixed file from notes/quarantine/ back into the inbox", inbox
+        ).add_argument("name")
     p = add("consolidate", "run a consolidation batch now")
     p.add_argument("--force", action="store_true", help="run even below the threshold")
     p = add("search", "full-text search over records")

@@ -189,3 +189,68 @@ def test_unquoted_colon_title_is_consolidated_not_quarantined(quiet):
     assert meta["title"] == "Gotcha 3: module m7 needs setup" and "importance" not in meta
     log = d.log()
     assert "line by line" in log and "'importance' ignored" in log
+
+
+# --- 7. quarantine is visible and reversible -------------------------------------------------
+
+def test_quarantine_is_counted_listed_and_requeued(quiet):
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    assert d.call("status")["inbox"]["quarantined"] == 0
+    (inbox / "broken.md").write_bytes(b"# Broken\n\xff\xfe not utf-8\n")
+    (inbox / "taken.md").write_bytes(b"---\ntitle: [x\n- y\n---\nbad block\n")
+    d.call("maintenance.run", job="rescan")
+    assert d.call("status")["inbox"]["quarantined"] == 2
+    listed = d.call("inbox.list", quarantined=True)["quarantined"]
+    assert sorted(q["name"] for q in listed) == ["broken.md", "taken.md"]
+    by_name = {q["name"]: q for q in listed}
+    assert "UTF-8" in by_name["broken.md"]["reason"]
+    assert by_name["taken.md"]["reason"].startswith("front matter cannot be parsed")
+    assert all(q["at"].startswith("20") and q["at"].endswith("Z") for q in listed)
+    assert "notes" in d.call("inbox.list") and "quarantined" not in d.call("inbox.list")
+    shown = ctl(d.home, "inbox", "--quarantined")
+    assert shown.returncode == 0 and "broken.md" in shown.stdout and "UTF-8" in shown.stdout
+
+    # Fixed in place, then requeued through the CLI.
+    (quarantine / "broken.md").write_text("# Broken\n\nnow valid text\n")
+    out = ctl(d.home, "inbox", "requeue", "broken.md")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "requeued: notes/inbox/broken.md"
+    assert (inbox / "broken.md").read_text() == "# Broken\n\nnow valid text\n"
+    assert not (quarantine / "broken.md").exists()
+    assert not (quarantine / "broken.md.reason.txt").exists()
+    assert d.call("status")["inbox"]["quarantined"] == 1
+
+    # A name already taken in the inbox gets a free one; the inbox file is left alone.
+    (inbox / "taken.md").write_text("# Someone else's note\n\nkept\n")
+    (quarantine / "taken.md").write_text("# Taken\n\nfixed\n")
+    moved = d.call("inbox.requeue", name="taken.md")
+    assert moved == {"name": "taken-2.md", "path": "notes/inbox/taken-2.md"}
+    assert (inbox / "taken.md").read_text() == "# Someone else's note\n\nkept\n"
+    assert (inbox / "taken-2.md").read_text() == "# Taken\n\nfixed\n"
+    assert d.call("status")["inbox"]["quarantined"] == 0
+    assert ctl(d.home, "inbox", "--quarantined").stdout.strip() == "quarantine is empty"
+    names = {n["name"] for n in d.call("inbox.list")["notes"]}
+    assert names == {"broken.md", "taken.md", "taken-2.md"}
+
+
+def test_requeue_refuses_missing_and_escaping_names(quiet):
+    d = quiet
+    quarantine = d.home / "notes" / "quarantine"
+    quarantine.mkdir(parents=True, exist_ok=True)
+    (d.home / "outside.md").write_text("not in quarantine")
+    (quarantine / "x.md").write_text("x")
+    (quarantine / "x.md.reason.txt").write_text("x.md: why\n")
+    with pytest.raises(RpcError) as err:
+        d.call("inbox.requeue", name="missing.md")
+    assert err.value.code == -32001 and "missing.md" in err.value.detail
+    for bad in ("../../outside.md", "/etc/passwd", ".hidden.md", "", "x.md.reason.txt", 7):
+        with pytest.raises(RpcError) as err:
+            d.call("inbox.requeue", name=bad)
+        assert err.value.code == -32602, bad
+    assert (d.home / "outside.md").exists() and (quarantine / "x.md").exists()
+    missing = ctl(d.home, "inbox", "requeue", "missing.md")
+    assert missing.returncode == 1 and "missing.md" in missing.stderr
+    with pytest.raises(RpcError) as err:
+        d.call("inbox.list", quarantined="yes")
+    assert err.value.code == -32602 and "quarantined" in err.value.detail

@@ -47,3 +47,23 @@ def test_atomic_write_text_concurrent_writers_leave_one_whole_text(tmp_path: Pat
     assert outcome == [None] * 8
     assert path.read_text() in texts
     assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
+
+
+def test_quarantine_count_follows_quick_changes_and_old_directories(tmp_path: Path) -> None:
+    import os
+
+    from minionsd.quarantine import QuarantineCount
+
+    directory = tmp_path / "quarantine"
+    count = QuarantineCount(directory)
+    assert count.get() == 0
+    directory.mkdir()
+    for n in range(1, 30):  # many changes inside one coarse mtime tick
+        (directory / f"n{n}.md").write_text("x")
+        (directory / f"n{n}.md.reason.txt").write_text("why")
+        assert count.get() == n
+    os.utime(directory, (1_000_000_000, 1_000_000_000))  # an old, settled directory
+    assert count.get() == 29
+    assert count.get() == 29  # served from the cache
+    (directory / "n1.md").unlink()
+    assert count.get() == 28
