@@ -158,7 +158,7 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"home:    {st['home']}",
         f"socket:  {st['socket']}",
         f"inbox:   {inbox['pending']} pending, {inbox['eligible']} eligible, "
-        f"{inbox['held']} held",
+        f"{inbox['held']} held, {inbox.get('quarantined', 0)} quarantined",
         f"consolidation: {cons['batches']} batches, last {cons['last_at'] or 'never'} "
         f"({cons['last_mode'] or '-'}), circuit breaks {cons['circuit_breaks']}",
         "records: " + ", ".join(f"{v} {k}" for k, v in recs.items()),

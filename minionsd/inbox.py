@@ -204,6 +204,13 @@ def submitted_names(conn: sqlite3.Connection) -> frozenset[str]:
     return frozenset(row[0] for row in conn.execute("SELECT name FROM inbox_submissions"))
 
 
+def prune_submissions(conn: sqlite3.Connection, before: datetime) -> int:
+    """Forget names inbox.submit claimed before `before` (names carry their day, so only
+    same-day submissions can ever meet them again). The findings table, which keeps one
+    finding per task for good, is separate and not pruned."""
+    return conn.execute("DELETE FROM inbox_submissions WHERE at < ?", (iso(before),)).rowcount
+
+
 def set_hold(conn: sqlite3.Connection, name: str, held: bool, now: datetime) -> None:
     if held:
         conn.execute("INSERT OR IGNORE INTO inbox_holds (name, held_at) VALUES (?, ?)",

@@ -254,3 +254,53 @@ def test_requeue_refuses_missing_and_escaping_names(quiet):
     with pytest.raises(RpcError) as err:
         d.call("inbox.list", quarantined="yes")
     assert err.value.code == -32602 and "quarantined" in err.value.detail
+
+
+# --- 15. retention prunes finished batches and old submissions ------------------------------
+
+def _rows(home: Path, sql: str) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{home / 'engine' / 'state.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_retention_prunes_finished_batches_and_submissions_by_age(clocked):
+    d = clocked
+    inbox = d.home / "notes" / "inbox"
+    d.call("inbox.submit", body="The cache key must include the locale.", author="dallas")
+    found = d.call("inbox.submit", body="Pin the compiler version.", author="dallas",
+                   kind="finding", task="W-1", outcome="success")
+    assert d.call("consolidation.run", force=True)["mode"] == "regex"
+    for i in range(4):
+        (inbox / f"storm-{i}.md").write_text("One storm text, copied again and again.\n")
+    assert d.call("consolidation.run", force=True)["mode"] == "circuit_breaker"
+    assert _rows(d.home, "SELECT count(*) FROM batches WHERE state = 'done'") == [(2,)]
+    assert _rows(d.home, "SELECT count(*) FROM batch_notes") == [(6,)]
+    submitted = _rows(d.home, "SELECT count(*) FROM inbox_submissions")[0][0]
+    assert submitted == 3  # two notes and the storm alert
+
+    report = d.call("maintenance.run", job="retention")["report"]
+    assert (report["batches_pruned"], report["batch_notes_pruned"],
+            report["submissions_pruned"]) == (0, 0, 0)
+
+    d.clock.write_text("2030-01-09T00:00:00.000Z")  # past the 7 days kept
+    fresh = d.call("inbox.submit", body="A note of the new day.", author="dallas")
+    report = d.call("maintenance.run", job="retention")["report"]
+    assert (report["batches_pruned"], report["batch_notes_pruned"],
+            report["submissions_pruned"]) == (2, 6, 3)
+    assert _rows(d.home, "SELECT count(*) FROM batch_notes") == [(0,)]
+    assert _rows(d.home, "SELECT name FROM inbox_submissions") == [(fresh["name"],)]
+    # The one-finding-per-task rule outlives the pruning.
+    with pytest.raises(RpcError) as err:
+        d.call("inbox.submit", body="Another finding.", author="ripley", kind="finding",
+               task="W-1", outcome="success")
+    assert err.value.code == -32002 and found["name"] in err.value.detail
+    assert d.call("status")["consolidation"]["batches"] == 2
+    # The records and files the batches produced are untouched.
+    assert d.call("memory.search", query="compiler version")["total"] == 1
+    fresh_again = d.call("inbox.submit", body="A note of the new day.", author="dallas")
+    assert fresh_again == fresh | {"duplicate": True}
