@@ -74,7 +74,7 @@ def test_threshold_batch_end_to_end(make_daemon, short_home):
     st = wait_for(lambda: (s := daemon.call("status"))["consolidation"]["batches"] and s,
                   what="batch marked done")
     assert st["consolidation"]["batches"] == 1 and st["consolidation"]["last_mode"] == "regex"
-    assert st["inbox"] == {"pending": 0, "eligible": 0, "held": 0}
+    assert st["inbox"] == {"pending": 0, "eligible": 0, "held": 0, "quarantined": 0}
     found = daemon.call("memory.search", query="UserCache flushed")
     assert found["total"] == 1
     record = found["records"][0]
