@@ -123,7 +123,7 @@ def test_holds_and_force(make_daemon, short_home):
     drop(inbox, "a-one.md", note("One", "first note body"), age_s=5)
     drop(inbox, "a-two.md", note("Two", "second note body", hold="true"), age_s=4)
     st = daemon.call("status")["inbox"]
-    assert st == {"pending": 2, "eligible": 1, "held": 1}
+    assert st == {"pending": 2, "eligible": 1, "held": 1, "quarantined": 0}
     assert daemon.call("inbox.hold", name="a-one.md", held=True) == {"name": "a-one.md",
                                                                       "held": True}
     assert daemon.call("consolidation.run", force=True)["mode"] == "nothing"
