@@ -121,12 +121,17 @@ def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
         target = _free_name(inbox, name, taken)
         try:
             os.link(source, inbox / target, follow_symlinks=False)
-            break
         except FileExistsError:
             taken = taken | {target}  # another writer took it meanwhile: choose again
+            continue
         except FileNotFoundError:
             raise NotFound(f"no file named {name!r} in notes/quarantine", name=name) from None
-    os.unlink(source)
+        except OSError:
+            # No hard links on this file system: a rename to the name just found free.
+            os.rename(source, inbox / target)
+            break
+        os.unlink(source)
+        break
     (directory / (name + REASON_SUFFIX)).unlink(missing_ok=True)
     log.info("inbox.requeued", name=name, inbox_name=target)
     return target
