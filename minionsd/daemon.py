@@ -64,7 +64,7 @@ class Daemon:
             contribute = getattr(component, "status", None)
             if contribute is not None:
                 result |= await contribute()
-        result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0})
+        result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0, "quarantined": 0})
         result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
                                             "circuit_breaks": 0})
         result.setdefault("jobs", [])
