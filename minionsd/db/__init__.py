@@ -17,8 +17,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
+
 from minionsd.errors import StorageError
 
+log = structlog.get_logger()
 T = TypeVar("T")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -116,15 +119,35 @@ class Database:
         return conn
 
     def _in_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """BEGIN IMMEDIATE, fn, COMMIT. Whatever fails - fn, or the COMMIT itself (a deferred
+        constraint, a full disk, an I/O error) - is rolled back, so the writer is never left
+        inside a transaction and the next write starts clean. A SQLite error is reported as a
+        StorageError naming it; fn's own errors pass through unchanged."""
         conn = self._write_conn
-        conn.execute("BEGIN IMMEDIATE")
+        if conn.in_transaction:  # only after a failed ROLLBACK; never build on its leftovers
+            self._rollback("stale transaction")
         try:
-            result = fn(conn, *args, **kwargs)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn, *args, **kwargs)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._rollback(f"{type(exc).__name__}: {exc}")
+                raise
+        except sqlite3.Error as exc:
+            log.error("db.write_failed", function=getattr(fn, "__name__", repr(fn)),
+                      error=f"{type(exc).__name__}: {exc}")
+            raise StorageError(f"database write failed: {exc}") from exc
         return result
+
+    def _rollback(self, reason: str) -> None:
+        conn = self._write_conn
+        if not conn.in_transaction:
+            return  # SQLite already rolled back (it does so itself for some errors)
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            log.error("db.rollback_failed", reason=reason[:300], error=str(exc))
 
     def _in_unsynced_transaction(self, fn: Callable[..., T], *args: Any) -> T:
         conn = self._write_conn
