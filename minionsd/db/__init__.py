@@ -8,6 +8,8 @@ Reads use separate connections (one per reader thread). WAL lets readers run dur
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -81,6 +83,22 @@ def check_fts5() -> None:
         conn.close()
 
 
+def make_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm
+    files the database file's mode), and take group/other access off an existing one."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            if side.lstat().st_mode & 0o077:
+                os.chmod(side, 0o600)
+
+
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
@@ -106,10 +124,16 @@ class Database:
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
-        self._write_conn = self._writer.submit(self._open_writer).result()
+        try:
+            self._write_conn = self._writer.submit(self._open_writer).result()
+        except BaseException:
+            self._writer.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+            raise
         self._closed = False
 
     def _open_writer(self) -> sqlite3.Connection:
+        make_private(self.path)
         conn = connect(self.path)
         try:
             migrate(conn)
@@ -212,6 +236,12 @@ class Database:
             return
         self._closed = True
         self._readers.shutdown(wait=True)
+        # Readers first: only the last connection to close checkpoints the WAL into state.db
+        # and deletes it, and a read-only connection cannot, so the writer must be last.
+        with self._read_lock:
+            for conn in self._read_conns:
+                conn.close()
+            self._read_conns.clear()
 
         def _close_writer() -> None:
             try:
@@ -222,7 +252,3 @@ class Database:
 
         self._writer.submit(_close_writer).result()
         self._writer.shutdown(wait=True)
-        with self._read_lock:
-            for conn in self._read_conns:
-                conn.close()
-            self._read_conns.clear()
