@@ -295,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         db.close()
         pidfile.release()
-        log.info("daemon.stopped", code=code)
+        left = [t.name for t in threading.enumerate()
+                if t is not threading.current_thread() and t.is_alive()]
+        log.info("daemon.stopped", code=code, threads_left=left)
     return code
 
 

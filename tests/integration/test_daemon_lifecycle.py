@@ -111,6 +111,8 @@ def test_a_socket_that_cannot_be_bound_stops_what_started(make_daemon, short_hom
     stopped = [e["component"] for e in events(daemon) if e["event"] == "daemon.component_stopped"]
     assert stopped == list(reversed(COMPONENTS_IN_START_ORDER))
     assert [e for e in events(daemon) if e["event"] == "daemon.start_failed"]
+    (final,) = [e for e in events(daemon) if e["event"] == "daemon.stopped"]
+    assert final["code"] == 1 and final["threads_left"] == []
     assert not (short_home / "engine" / "minionsd.pid").exists()
 
 
@@ -118,6 +120,8 @@ def test_sigterm_stops_every_component_in_reverse_order(daemon):
     assert daemon.stop() == 0
     stopped = [e["component"] for e in events(daemon) if e["event"] == "daemon.component_stopped"]
     assert stopped == list(reversed(COMPONENTS_IN_START_ORDER))
+    (final,) = [e for e in events(daemon) if e["event"] == "daemon.stopped"]
+    assert final["code"] == 0 and final["threads_left"] == []
 
 
 def test_sigusr1_dumps_every_thread_stack_to_the_log(daemon):
