@@ -56,7 +56,12 @@ def clean_text(value: str) -> str:
 
 
 class TooDeep(ValueError):
-    """A message nested deeper than MAX_NESTING: an invalid request, not a parse error."""
+    """A message nested deeper than MAX_NESTING: an invalid request, not a parse error.
+    `request_id` is the message's id when it has a usable one, so the reply can carry it."""
+
+    def __init__(self, detail: str, request_id: Any = None) -> None:
+        super().__init__(detail)
+        self.request_id = request_id
 
 
 def _walk(message: Any, clean: bool) -> int:
@@ -103,7 +108,9 @@ def decode_line(line: bytes) -> Any:
         # UTF-8), so lines without one skip the rewrite.
         depth = _walk(message, clean=_SURROGATE_ESCAPE.search(text) is not None)
         if depth > MAX_NESTING:
-            raise TooDeep(f"request is nested {depth} levels deep; the limit is {MAX_NESTING}")
+            request_id = message.get("id") if isinstance(message, dict) else None
+            raise TooDeep(f"request is nested {depth} levels deep; the limit is {MAX_NESTING}",
+                          request_id if _valid_id(request_id) else None)
     return message
 
 
@@ -146,7 +153,8 @@ class Dispatcher:
         try:
             message = decode_line(line)
         except TooDeep as exc:
-            return dumps(error_response(None, INVALID_REQUEST, "Invalid Request", str(exc)))
+            return dumps(error_response(exc.request_id, INVALID_REQUEST, "Invalid Request",
+                                        str(exc)))
         except ValueError as exc:
             return dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
         if isinstance(message, list):

@@ -96,7 +96,7 @@ def test_deep_nesting_is_answered_and_the_connection_stays_usable(daemon):
         reply = conn.exchange(request("memory.add", f'{{"body":"x","type":"semantic",'
                                       f'"scope":"global","trust":"human","source":"t",'
                                       f'"meta":{{"deep":{nested}}}}}', 9))
-        assert reply["error"]["code"] == -32600
+        assert reply["error"]["code"] == -32600 and reply["id"] == 9
         assert "levels deep" in reply["error"]["data"]["detail"]
 
         reply = conn.exchange(request("memory.add", '{"body":"fine","type":"semantic",'
