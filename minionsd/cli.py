@@ -204,8 +204,8 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any]
 
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
-    from minionsd.backup import restore
     from minionsd.errors import MinionsError
+    from minionsd.restore import restore
 
     home = _home(args)
     try:
