@@ -266,6 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"minionsd: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG
+    except OSError as exc:
+        pidfile.release()
+        print(f"minionsd: cannot open the database {home.db}: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
     app = App(home=home, config=config, db=db, environ=environ)
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:

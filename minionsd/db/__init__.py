@@ -86,7 +86,7 @@ def check_fts5() -> None:
 def make_private(path: Path) -> None:
     """Create the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm
     files the database file's mode), and take group/other access off an existing one."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # a symlinked state.db is allowed
     try:
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, 0o600)

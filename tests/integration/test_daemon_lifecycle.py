@@ -166,3 +166,14 @@ def test_a_fresh_home_keeps_its_files_private(make_daemon, short_home):
     again = make_daemon()
     assert mode(engine / "state.db") == 0o600
     assert again.stop() == 0
+
+
+def test_a_database_path_that_cannot_be_opened_is_one_line_too(make_daemon, short_home):
+    (short_home / "engine" / "state.db").mkdir(parents=True)  # a directory in its place
+    daemon = make_daemon(start=False)
+    daemon.spawn()
+    assert finish(daemon) == 1
+    lines = [line for line in daemon.log().splitlines() if line.startswith("minionsd:")]
+    assert len(lines) == 1 and "cannot open the database" in lines[0], daemon.log()
+    assert "Traceback" not in daemon.log()
+    assert not (short_home / "engine" / "minionsd.pid").exists()
