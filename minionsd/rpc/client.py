@@ -126,8 +126,7 @@ class Client:
                    "params": dict(params or {}) | kwargs}
         payload = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
         try:
-            self.send_raw(payload)
-            reply = self._reply_to(request_id)
+            reply = self._send(payload, request_id, retry=True)
         except BaseException:
             self.close()
             raise
@@ -148,3 +147,32 @@ class Client:
                 return reply
             if reply.get("id") is None and "error" in reply:
                 return reply
+
+    def _send(self, payload: bytes, request_id: int, retry: bool) -> dict[str, Any]:
+        """Send one request and return its reply.
+
+        A failed send means the daemon never got the whole line (the newline goes last), so
+        it never ran the request. The daemon may have refused it part-way (a line over its
+        size limit) and said why before closing: that answer is returned. Otherwise the
+        connection was stale (the daemon restarted since the last call) and the request is
+        sent once more on a new connection."""
+        self.connect()
+        assert self._sock is not None
+        try:
+            self._sock.sendall(payload)
+        except OSError as exc:
+            reply = self._answer_left_behind(request_id)
+            self.close()
+            if reply is not None:
+                return reply
+            if retry:
+                return self._send(payload, request_id, retry=False)
+            raise DaemonUnavailable(f"minionsd on {self.socket_path} went away: {exc}") from exc
+        return self._reply_to(request_id)
+
+    def _answer_left_behind(self, request_id: int) -> dict[str, Any] | None:
+        """After a failed send: a reply the daemon wrote before it closed, if any."""
+        try:
+            return self._reply_to(request_id)
+        except (OSError, ValueError):
+            return None

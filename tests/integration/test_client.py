@@ -185,3 +185,29 @@ def test_a_daemon_gone_between_calls_is_daemon_unavailable(serve):
             client.call("two")
     finally:
         client.close()
+
+
+def test_an_oversized_request_gets_the_daemons_answer_not_a_broken_pipe(make_daemon,
+                                                                        short_home):
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text("[server]\nmax_request_bytes = 2048\n")
+    daemon = make_daemon()
+    with daemon.client() as client:
+        with pytest.raises(RpcError) as caught:
+            client.call("pinned.set", text="x" * 4_000_000)  # far past the socket buffers
+        assert caught.value.code == -32600 and "max_request_bytes" in caught.value.detail
+        assert client.call("status")["pid"] == daemon.proc.pid  # a fresh connection
+
+
+def test_a_connection_left_from_before_a_restart_heals_on_the_next_call(make_daemon,
+                                                                        short_home):
+    first = make_daemon()
+    client = first.client()
+    try:
+        assert client.call("status")["pid"] == first.proc.pid
+        assert first.stop() == 0
+        second = make_daemon()
+        # the old connection is dead; the request never reached anyone, so it is resent
+        assert client.call("status")["pid"] == second.proc.pid
+    finally:
+        client.close()
