@@ -44,6 +44,8 @@ class Change:
     action: str = "unchanged"
     backup: Path | None = None
     notes: list[str] = field(default_factory=list)
+    # (old text or None, new text) once planned; written only when every file planned cleanly.
+    pending: tuple[str | None, str] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {"path": str(self.path), "what": self.what, "action": self.action,
@@ -81,7 +83,7 @@ def _write(change: Change, old: str | None, new: str) -> None:
     change.action = "updated" if old is not None else "created"
 
 
-def _merge_json(change: Change, merge: Callable[[dict[str, Any]], None], dry: bool) -> None:
+def _merge_json(change: Change, merge: Callable[[dict[str, Any]], None]) -> None:
     old = _read(change.path)
     data: Any = {}
     if old is not None and old.strip():
@@ -96,10 +98,7 @@ def _merge_json(change: Change, merge: Callable[[dict[str, Any]], None], dry: bo
     merge(data)
     if json.dumps(data, sort_keys=True) == before and old is not None:
         return
-    if dry:
-        change.action = "would update" if old is not None else "would create"
-        return
-    _write(change, old, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    change.pending = (old, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _object_at(data: dict[str, Any], key: str, where: Path) -> dict[str, Any]:
@@ -165,7 +164,7 @@ def _toml_table_span(lines: list[str]) -> tuple[int, int] | None:
     return (start, len(lines)) if start is not None else None
 
 
-def _merge_codex(change: Change, entry: dict[str, Any], dry: bool) -> None:
+def _merge_codex(change: Change, entry: dict[str, Any]) -> None:
     import tomli_w
 
     old = _read(change.path)
@@ -201,15 +200,12 @@ def _merge_codex(change: Change, entry: dict[str, Any], dry: bool) -> None:
         new = tomli_w.dumps(expected)
         change.notes.append("rewrote the whole file with tomli-w: its comments and layout were"
                             " not kept (the original is in the backup)")
-    if dry:
-        change.action = "would update" if old is not None else "would create"
-        return
-    _write(change, old, new)
+    change.pending = (old, new)
 
 
 def plan(target: str, scope: str, invocation: list[str], agent_args: list[str],
-         home_dir: Path, project_dir: Path) -> list[tuple[Change, Callable[[Change, bool], None]]]:
-    """What `connect` writes for `target`: (change, apply(change, dry_run)) per file."""
+         home_dir: Path, project_dir: Path) -> list[tuple[Change, Callable[[Change], None]]]:
+    """What `connect` writes for `target`: (change, plan_it(change)) per file."""
     server = {"command": invocation[0], "args": [*invocation[1:], "mcp", *agent_args]}
     if target == "claude-code":
         user = scope == "user"
@@ -226,10 +222,10 @@ def plan(target: str, scope: str, invocation: list[str], agent_args: list[str],
         return [
             (Change(mcp_path, f"mcpServers.{SERVER}",
                     json.dumps({"mcpServers": {SERVER: entry}}, indent=2)),
-             lambda c, dry: _merge_json(c, _server_merge(entry, c.path), dry)),
+             lambda c: _merge_json(c, _server_merge(entry, c.path))),
             (Change(settings, "hooks.SessionStart, hooks.UserPromptSubmit",
                     json.dumps(hooks_fragment, indent=2)),
-             lambda c, dry: _merge_json(c, _hooks_merge(commands, c.path), dry)),
+             lambda c: _merge_json(c, _hooks_merge(commands, c.path))),
         ]
     if target == "codex":
         codex_home = Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else (
@@ -239,12 +235,12 @@ def plan(target: str, scope: str, invocation: list[str], agent_args: list[str],
 
         return [(Change(path, f"[mcp_servers.{SERVER}]",
                         tomli_w.dumps({"mcp_servers": {SERVER: server}}).rstrip("\n")),
-                 lambda c, dry: _merge_codex(c, server, dry))]
+                 lambda c: _merge_codex(c, server))]
     if target == "cursor":
         path = (home_dir if scope == "user" else project_dir) / ".cursor" / "mcp.json"
         return [(Change(path, f"mcpServers.{SERVER}",
                         json.dumps({"mcpServers": {SERVER: server}}, indent=2)),
-                 lambda c, dry: _merge_json(c, _server_merge(server, c.path), dry))]
+                 lambda c: _merge_json(c, _server_merge(server, c.path)))]
     raise ConnectError(f"unknown agent {target!r}: expected one of " + ", ".join(TARGETS))
 
 
@@ -261,8 +257,16 @@ def run(target: str, scope: str, invocation: list[str], agent_args: list[str],
         project_dir: Path | None = None) -> dict[str, Any]:
     steps = plan(target, scope, invocation, agent_args, home_dir or Path.home(),
                  project_dir or Path.cwd())
-    for change, apply in steps:
-        apply(change, print_only)
+    for change, plan_it in steps:  # every file is read and merged before any is written
+        plan_it(change)
+    for change, _ in steps:
+        if change.pending is None:
+            continue
+        old, new = change.pending
+        if print_only:
+            change.action = "would update" if old is not None else "would create"
+        else:
+            _write(change, old, new)
     return {"agent": target, "scope": scope, "print": print_only,
             "command": shlex.join([*invocation, "mcp", *agent_args]),
             "files": [c.to_wire() | {"fragment": c.fragment} for c, _ in steps],
