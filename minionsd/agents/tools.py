@@ -117,7 +117,10 @@ def run_get(session: Session, args: dict[str, Any]) -> Result:
     for key in ("superseded_by", "expires_at", "retracted_reason"):
         if record.get(key):
             meta.append(f"{key}: {record[key]}")
-    body = (f"# {record['title']}\n\n" if record.get("title") else "") + record["body"]
+    body, title = record["body"], record.get("title")
+    first = body.strip().splitlines()[0] if body.strip() else ""
+    if title and title not in first:  # most bodies open with their title as a heading
+        body = f"Title: {title}\n\n{body}"
     return "\n".join(meta) + "\n\n" + fence(body, f"memory-record:{record['id']}"), record
 
 
