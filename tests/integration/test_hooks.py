@@ -120,6 +120,7 @@ def test_user_prompt_prints_nothing_when_retrieval_finds_nothing_or_falls_back(s
     (("claude-code", "pre-tool-use"), payload("PreToolUse"), "unknown event"),
     (("claude-code",), payload("SessionStart"), "unknown event"),
     (("cursor", "session-start"), payload("SessionStart"), "unknown agent"),
+    (("claude-code", "user-prompt", "--agent", "no spaces"), prompt_payload("x"), "agent"),
 ])
 def test_bad_input_prints_one_stderr_line_and_exits_0(daemon, target, stdin, expected):
     assert expected in quiet_failure(hook(*target, stdin=stdin, home=daemon.home))

@@ -310,3 +310,11 @@ def test_project_auto_comes_from_the_git_remote(make_daemon, tmp_path):
         path = anyio.run(note_from, cwd, f"note from {cwd.name}")
         text = wait_for(lambda p=path: (daemon.home / p).read_text(), what="the note")
         assert f"project: {project}\n" in text and "author: agent\n" in text
+
+
+def test_a_bad_agent_name_is_a_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(tmp_path), "mcp",
+                           "--agent", "not a name"], capture_output=True, text=True,
+                          timeout=60, env=server_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "agent 'not a name' must be 1-64 characters" in done.stderr
