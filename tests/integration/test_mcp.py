@@ -76,7 +76,7 @@ def shared() -> Iterator[DaemonProcess]:
 
 def test_tools_and_resources_are_listed_with_schemas_and_annotations(shared):
     async def main() -> None:
-        for mode in ("legacy", "2026-07-28"):
+        for mode in ("legacy", "auto", "2026-07-28"):
             async with session(shared.home, mode=mode) as client:
                 listed = (await client.list_tools()).tools
                 assert [t.name for t in listed] == TOOL_NAMES, mode
@@ -96,6 +96,7 @@ def test_tools_and_resources_are_listed_with_schemas_and_annotations(shared):
                 assert uris == ["minions://pinned", "minions://team-notes"]
                 templates = (await client.list_resource_templates()).resource_templates
                 assert [t.uri_template for t in templates] == ["minions://knowledge/{path}"]
+                # auto probes server/discover and takes the newest revision the server has.
                 assert client.protocol_version == (
                     "2025-11-25" if mode == "legacy" else "2026-07-28")
 
