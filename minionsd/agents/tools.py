@@ -56,6 +56,11 @@ class ToolSpec:
     run: Callable[[Session, dict[str, Any]], Result]
 
 
+_FALLBACK_WORDS = {"no_terms": "no search words in the task", "no_results": "no records matched",
+                   "disabled": "retrieval is off", "shadow": "retrieval runs in shadow mode",
+                   "error": "retrieval failed (see the daemon log)"}
+
+
 def _records_line(selected: list[dict[str, Any]]) -> str:
     return ", ".join(s["id"] for s in selected) or "none"
 
@@ -82,9 +87,10 @@ def run_context(session: Session, args: dict[str, Any]) -> Result:
                    f"{len(retrieval.get('selected', []))} record(s): "
                    f"{_records_line(retrieval.get('selected', []))}]")
     else:
-        summary = (f"[minionsd: no records matched task {task['id']} "
-                   f"({retrieval.get('fallback_reason') or 'legacy'}); "
-                   "showing the standing Team Notes instead]")
+        reason = retrieval.get("fallback_reason") or "legacy"
+        why = _FALLBACK_WORDS.get(reason, f"fallback {reason}")
+        summary = (f"[minionsd: {why} for task {task['id']}; the prompt holds the legacy Team "
+                   "Notes and Personal Memory instead, where there are any]")
     body = result["text"] or "(minionsd holds no memory for this task yet.)"
     return body.rstrip("\n") + "\n\n" + summary, result
 

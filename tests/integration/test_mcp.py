@@ -209,6 +209,9 @@ def test_bad_arguments_and_daemon_errors_are_tool_errors(shared):
             assert detail.structured_content["error"]["code"] == -32001
             bad_kb = await c.call_tool("knowledge_get", {"path": "../../etc/passwd"})
             assert bad_kb.is_error
+            miss = await c.call_tool("memory_context", {"text": "zebra narwhal okapi"})
+            assert not miss.is_error and miss.structured_content["memory_mode"] == "legacy"
+            assert "no records matched" in miss.content[0].text
             # The session survives all of it.
             assert not (await c.call_tool("knowledge_list", {})).is_error
 
