@@ -401,6 +401,17 @@ def run_hook(args: argparse.Namespace) -> int:
                      agent=args.agent, project=args.project)
 
 
+def is_hook_invocation(argv: list[str]) -> bool:
+    """Whether the command word of `argv` (after --home/--socket values) is `hook`."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--home", "--socket"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word == "hook"
+    return False
+
+
 AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
                                                                   "hook": run_hook}
 
@@ -571,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
+        if exc.code and is_hook_invocation(sys.argv[1:] if argv is None else argv):
+            return EXIT_OK  # exit 2 from a hook would block the user's prompt
         return EXIT_USAGE if exc.code else EXIT_OK
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
     if name in AGENT_RUNNERS:

@@ -126,6 +126,17 @@ def test_bad_input_prints_one_stderr_line_and_exits_0(daemon, target, stdin, exp
     assert expected in quiet_failure(hook(*target, stdin=stdin, home=daemon.home))
 
 
+def test_a_usage_error_in_a_hook_command_still_exits_0(daemon):
+    result = hook("claude-code", "user-prompt", "--no-such-flag", stdin=prompt_payload("x"),
+                  home=daemon.home)
+    assert result.returncode == 0 and result.stdout == ""
+    assert "unrecognized arguments: --no-such-flag" in result.stderr
+    other = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(daemon.home),
+                            "status", "--no-such-flag"], capture_output=True, text=True,
+                           timeout=60, cwd=REPO)
+    assert other.returncode == 2
+
+
 def test_daemon_down_prints_one_stderr_line_and_exits_0(tmp_path):
     for event, stdin in (("session-start", start_payload()),
                          ("user-prompt", prompt_payload("settlement retries"))):

@@ -82,3 +82,13 @@ def test_extract_section_returns_the_whole_fenced_section(before, body, after):
         after, "personal-memory:knowledge/agents/a.md") + "\n"
     assert extract_section(prompt, "team-notes:notes.md") == block
     assert extract_section(prompt, "memory-retrieval:item=x") is None
+
+
+def test_hook_invocations_are_recognised_past_global_options():
+    from minionsd.cli import is_hook_invocation
+
+    assert is_hook_invocation(["hook", "claude-code", "user-prompt"])
+    assert is_hook_invocation(["--home", "hook", "--json", "hook", "claude-code"])
+    assert is_hook_invocation(["--socket", "/s", "hook"])
+    assert not is_hook_invocation(["--home", "hook", "status"])
+    assert not is_hook_invocation(["note", "hook"]) and not is_hook_invocation([])
