@@ -122,16 +122,17 @@ def test_user_prompt_prints_nothing_when_retrieval_finds_nothing_or_falls_back(s
     (("cursor", "session-start"), payload("SessionStart"), "unknown agent"),
     (("claude-code", "user-prompt", "--agent", "no spaces"), prompt_payload("x"), "agent"),
 ])
-def test_bad_input_prints_one_stderr_line_and_exits_0(daemon, target, stdin, expected):
-    assert expected in quiet_failure(hook(*target, stdin=stdin, home=daemon.home))
+def test_bad_input_prints_one_stderr_line_and_exits_0(tmp_path, target, stdin, expected):
+    # Refused before any daemon call: the line names the input's problem, not the socket.
+    assert expected in quiet_failure(hook(*target, stdin=stdin, home=tmp_path / "h"))
 
 
-def test_a_usage_error_in_a_hook_command_still_exits_0(daemon):
+def test_a_usage_error_in_a_hook_command_still_exits_0(tmp_path):
     result = hook("claude-code", "user-prompt", "--no-such-flag", stdin=prompt_payload("x"),
-                  home=daemon.home)
+                  home=tmp_path / "h")
     assert result.returncode == 0 and result.stdout == ""
     assert "unrecognized arguments: --no-such-flag" in result.stderr
-    other = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(daemon.home),
+    other = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(tmp_path / "h"),
                             "status", "--no-such-flag"], capture_output=True, text=True,
                            timeout=60, cwd=REPO)
     assert other.returncode == 2
