@@ -16,7 +16,7 @@ from minionsd.client import RpcError
 from tests.conftest import REPO, wait_for
 
 HEAVY = ("anthropic", "watchdog", "apscheduler", "structlog", "yaml", "filelock", "tomli_w",
-         "httpx", "sqlite3", "asyncio")
+         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -183,7 +183,7 @@ def test_json_before_and_after_every_command():
         "pinned append": ["x"], "retrieve": ["--task", "-"], "prompt": ["--task", "-"],
         "config get": [], "config set": ["k", "v"], "maintenance": ["reindex"],
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
-        "service install": ["--print"],
+        "service install": ["--print"], "connect": ["codex", "--print"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()
