@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,7 @@ class BatchResult:
 class InboxState:
     notes: list[InboxNote]  # every processable note, oldest first; held ones flagged
     busy: set[str]  # names in an open (interrupted or running) batch
+    submitted: frozenset[str] = frozenset()  # written by inbox.submit (no settling time)
 
     def is_eligible(self, note: InboxNote) -> bool:
         return note.settled and not note.held and note.name not in self.busy
@@ -104,28 +106,56 @@ class Pipeline:
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
-        return InboxState(notes, busy)
+        return InboxState(notes, busy, submitted)
 
     def eligible(self) -> list[InboxNote]:
         return self.inbox_state().eligible()
 
     def work_state(self) -> str:
         """"work": a batch should run now; "wait": notes are still settling; else "idle"."""
+        return self.work_plan()[0]
+
+    def work_plan(self) -> tuple[str, float | None]:
+        """(work_state, seconds until the oldest eligible note reaches its wait bound).
+
+        The second value is None when no wait bound is pending (no eligible note, the bound
+        is off, or a batch is due anyway).
+        """
         if self.app.db.read_blocking(journal.open_batch_ids):
-            return "work"
+            return "work", None
         state = self.inbox_state()
-        if len(state.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]:
-            return "work"
-        return "wait" if any(not n.settled for n in state.notes) else "idle"
+        eligible = state.eligible()
+        if len(eligible) >= self.app.config["engine.inbox_consolidate_threshold"]:
+            return "work", None
+        due_in = self._wait_due_in(eligible, state.submitted)
+        if due_in is not None and due_in <= 0:
+            return "work", None
+        return ("wait" if any(not n.settled for n in state.notes) else "idle"), due_in
+
+    def _waited_enough(self, eligible: list[InboxNote], submitted: frozenset[str]) -> bool:
+        due_in = self._wait_due_in(eligible, submitted)
+        return due_in is not None and due_in <= 0
+
+    def _wait_due_in(self, eligible: list[InboxNote], submitted: frozenset[str]) -> float | None:
+        """Seconds until the oldest eligible note has waited engine.inbox_max_wait_s since it
+        settled (<= 0: it has); None when the bound is off (0) or nothing is eligible."""
+        max_wait = self.app.config["engine.inbox_max_wait_s"]
+        if not max_wait or not eligible:
+            return None
+        settle_s = self.app.config["engine.inbox_settle_ms"] / 1000
+        settled_at = min(n.mtime + (0 if n.name in submitted else settle_s) for n in eligible)
+        return settled_at + max_wait - time.time()
 
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
         if recovered is not None:
             return recovered
-        notes = self.eligible()
+        state = self.inbox_state()
+        notes = state.eligible()
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
-        if not notes or (not force and len(notes) < threshold):
+        if not notes or (not force and len(notes) < threshold
+                         and not self._waited_enough(notes, state.submitted)):
             return BatchResult()
         batch = notes[: self.app.config["engine.consolidation_max_batch"]]
         batch_id = self._journal(batch)
