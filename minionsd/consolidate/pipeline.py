@@ -191,6 +191,7 @@ class Pipeline:
 
     def execute(self, batch_id: str) -> BatchResult:
         self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        self._plan_kb(self.app.db.read_blocking(journal.load, batch_id))
         batch = self.app.db.read_blocking(journal.load, batch_id)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
@@ -217,7 +218,8 @@ class Pipeline:
     def _digest(self, batch: journal.Batch) -> tuple[str, str]:
         if batch.mode is not None:
             return batch.mode, batch.digest or ""
-        notes = [DigestNote(n.name, n.author, n.content) for n in batch.notes]
+        notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
+                 for n in batch.notes]
         existing = read_text(self.app.home.notes) or ""
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
@@ -238,7 +240,8 @@ class Pipeline:
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
             base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
-            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing)
+            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing,
+            kb_paths={n.name: n.kb_path for n in notes if n.kb_path})
 
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
@@ -260,6 +263,27 @@ class Pipeline:
 
     def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
         return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
+
+    def _plan_kb(self, batch: journal.Batch) -> None:
+        """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
+
+        Paths are journalled, so a redo links and writes the same files; a path that someone
+        else's file took meanwhile is chosen again when the entry is written.
+        """
+        if any(n.role == "storm" for n in batch.notes) or batch.mode is not None:
+            return
+        home = self.app.home
+        taken = {n.kb_path for n in batch.notes if n.kb_path}
+        for note in batch.notes:
+            if note.kb_path is not None or note.done:
+                continue
+            category = classify.classify(note.name, note.content)
+            name = classify.entry_name(batch.date, note.author, note.name, note.content)
+            rel = classify.unique_path(
+                home.rel(home.category_dir(category)), name,
+                lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
+            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            taken.add(rel)
 
     def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
         home = self.app.home
