@@ -27,7 +27,13 @@ from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
 from minionsd.fileio import atomic_write_text
 from minionsd.home import Home
-from minionsd.markdown import FrontMatterError, first_heading, parse_note, render_note, safe_slug
+from minionsd.markdown import (
+    FrontMatterError,
+    first_heading,
+    parse_note,
+    readable_slug,
+    render_note,
+)
 
 log = structlog.get_logger()
 
@@ -251,7 +257,7 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     date = date_stamp(now)
     slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
         or " ".join(body.split()[:8])
-    name = f"{author}-{safe_slug(slug_source)}-{date}.md"
+    name = f"{author}-{readable_slug(slug_source)}-{date}.md"
     meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
     if kind in ("finding", "feedback", "alert") or author == "engine":
         meta["agent"] = author

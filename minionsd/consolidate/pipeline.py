@@ -28,14 +28,14 @@ from minionsd import inbox as inbox_mod
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import classify, journal, notebooks, notesfile
+from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
 from minionsd.consolidate.identity import has_notebook, is_temporary
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, first_heading, parse_note
+from minionsd.markdown import FrontMatterError, parse_note
 
 log = structlog.get_logger()
 
@@ -498,8 +498,5 @@ def _strip_front_matter(content: str) -> str:
 
 
 def _title(note: journal.JournalNote) -> str:
-    meta = _safe_meta(note.content)
-    title = meta.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    return first_heading(_body(note.content)) or note.name.removesuffix(".md")
+    """Front matter `title`, else the first heading, else the first sentence (gist.py)."""
+    return gist.note_title(note.content)
