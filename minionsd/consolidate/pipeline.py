@@ -223,6 +223,8 @@ class Pipeline:
         existing = read_text(self.app.home.notes) or ""
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
+        if digest:
+            self.app.note_event("llm_ok", purpose="digest")
         if digest is None:
             digest = regex_digest(notes, batch.date, existing)
         self._step("digest")
@@ -241,7 +243,9 @@ class Pipeline:
             notes, model=cfg["llm.model"], api_key=api_key,
             base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
             max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing,
-            kb_paths={n.name: n.kb_path for n in notes if n.kb_path})
+            kb_paths={n.name: n.kb_path for n in notes if n.kb_path},
+            on_failure=lambda reason: self.app.note_event("llm_failure", purpose="digest",
+                                                          reason=reason))
 
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
