@@ -245,6 +245,8 @@ def cmd_service_install(args: argparse.Namespace,
     executable, home = _minionsd_executable(), str(_home(args))
     try:
         text = service.render_unit(kind, executable, home)
+        if kind == "system":
+            service.check_system_paths(executable, home)
     except MinionsError as exc:
         raise CommandError(exc.detail) from None
     path = service.default_install_path(kind)
