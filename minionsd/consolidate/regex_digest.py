@@ -66,7 +66,7 @@ _KEYWORD_RE = re.compile(
 
 _BUG_RE = re.compile(
     r"\b(?:bugs?|buggy|fix(?:es|ed|ing)?|hotfix|crash(?:es|ed|ing)?|regressions?|errors?|"
-    r"exceptions?|fail(?:s|ed|ing|ures?)?|broken|breaks|gotchas?|flaky|leaks?|timeouts?)\b",
+    r"exceptions?|fail(?:s|ed|ing|ures?)?|broken|breaks|gotchas?|flaky|leaks?|timeouts?|outages?|incidents?)\b",
     re.IGNORECASE)
 _PROCESS_RE = re.compile(
     r"\b(?:release|releases|freeze|frozen|schedules?|scheduled|weekly|daily|nightly|monthly|"
