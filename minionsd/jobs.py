@@ -312,7 +312,13 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
             record_id = row["id"] if row else None
             if record_id is not None and previous is None:
                 knowledge.link_file(conn, rel, digest, record_id, now)
-                return "linked"
+                current = conn.execute("SELECT body FROM memory_records WHERE id = ?",
+                                       (record_id,)).fetchone()
+                if current is None or current["body"] == fields["body"]:
+                    return "linked"
+                # Edited by hand before it was first linked: the record follows the file.
+                records.update_content(conn, record_id, fields["title"], fields["body"], now)
+                return "updated"
             if record_id is None and defer_unlinked:
                 return "deferred"
         if record_id is None:
