@@ -66,7 +66,7 @@ def _cap(text: str, limit: int) -> str:
 
 
 def content_lines(body: str) -> list[str]:
-    """The body's prose lines: no headings, rules, code blocks, tables' rules, comments."""
+    """The body's prose lines: no headings, rules, code blocks, table rows, comments."""
     out, in_fence = [], False
     for raw in body.split("\n"):
         line = raw.strip()
@@ -74,7 +74,7 @@ def content_lines(body: str) -> list[str]:
             in_fence = not in_fence
             continue
         if in_fence or not line or _HEADING_RE.match(line) or _RULE_RE.match(line) \
-                or _TABLE_SEP_RE.match(line) or line.startswith("<!--"):
+                or _TABLE_SEP_RE.match(line) or line.startswith(("<!--", "|")):
             continue
         out.append(line)
     return out

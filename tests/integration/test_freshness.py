@@ -92,6 +92,7 @@ def test_knowledge_files_edited_added_and_deleted_reach_sql_live(make_daemon, sh
     assert found[0]["title"] == "Retry budget" and found[0]["source"] == (
         "knowledge/conventions/2026-12-01-alice-retry-budget.md")
     record_id = found[0]["id"]
+    assert not found[0]["snippet"].lstrip("\u2026").startswith("#")  # no heading marks
     # Edited in place: the same record follows the new text.
     entry.write_text("# Retry budget\n\nEvery client keeps a blorptastic budget of 5.\n")
     wait_for(lambda: hits(daemon, "blorptastic"), what="the edit searchable")
