@@ -158,7 +158,7 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"home:    {st['home']}",
         f"socket:  {st['socket']}",
         f"inbox:   {inbox['pending']} pending, {inbox['eligible']} eligible, "
-        f"{inbox['held']} held",
+        f"{inbox['held']} held, {inbox.get('quarantined', 0)} quarantined",
         f"consolidation: {cons['batches']} batches, last {cons['last_at'] or 'never'} "
         f"({cons['last_mode'] or '-'}), circuit breaks {cons['circuit_breaks']}",
         "records: " + ", ".join(f"{v} {k}" for k, v in recs.items()),
@@ -211,8 +211,8 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any]
 
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
-    from minionsd.backup import restore
     from minionsd.errors import MinionsError
+    from minionsd.restore import restore
 
     home = _home(args)
     try:
@@ -286,7 +286,13 @@ def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
 
 
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
-    params = {"body": args.text, "author": args.author or getpass.getuser()}
+    body = args.text
+    if body == "-":
+        body = sys.stdin.read()
+        if not body.strip():
+            raise UsageError("note -: standard input was empty; pipe the note's text in, "
+                             "e.g. printf 'text' | minionsctl note -")
+    params = {"body": body, "author": args.author or getpass.getuser()}
     for key in ("title", "kind", "project", "task", "outcome"):
         if getattr(args, key):
             params[key] = getattr(args, key)
@@ -331,6 +337,11 @@ def _task_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _fmt_inbox(result: dict[str, Any]) -> str:
+    if "quarantined" in result:
+        if not result["quarantined"]:
+            return "quarantine is empty"
+        return "\n".join(f"{q['name']:<60} {q['at']}  {q['reason']}"
+                         for q in result["quarantined"])
     if not result["notes"]:
         return "inbox is empty"
     return "\n".join(
@@ -359,7 +370,10 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "note": _simple("inbox.submit", _note_params,
                     lambda r: f"{'duplicate, not written' if r['duplicate'] else 'written'}: "
                               f"{r['path']}"),
-    "inbox": _simple("inbox.list", lambda a: {}, _fmt_inbox),
+    "inbox": _simple("inbox.list", lambda a: {"quarantined": True} if a.quarantined else {},
+                     _fmt_inbox),
+    "inbox requeue": _simple("inbox.requeue", lambda a: {"name": a.name},
+                             lambda r: f"requeued: {r['path']}"),
     "consolidate": _simple("consolidation.run", lambda a: {"force": a.force}, _fmt_consolidate),
     "search": _simple("memory.search", _search_params, _fmt_search),
     "show": _simple("memory.get", lambda a: {"id": a.id}, _fmt_record),
@@ -415,11 +429,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("init", "create the home layout and a commented config.toml")
     add("status", "show daemon, inbox, consolidation and record status")
     p = add("note", "submit a note to the inbox")
-    p.add_argument("text")
+    p.add_argument("text", help="the note's text, or - to read it from standard input")
     for opt in ("--author", "--title", "--kind", "--project", "--task", "--outcome"):
         p.add_argument(opt)
     p.add_argument("--hold", action="store_true")
-    add("inbox", "list inbox notes")
+    p = add("inbox", "list inbox notes (or, with --quarantined, the quarantined files)")
+    p.add_argument("--quarantined", action="store_true",
+                   help="list notes/quarantine/ with each file's reason")
+    inbox = p.add_subparsers(dest="sub", metavar="SUB")
+    add("requeue", "move a fixed file from notes/quarantine/ back into the inbox", inbox
+        ).add_argument("name")
     p = add("consolidate", "run a consolidation batch now")
     p.add_argument("--force", action="store_true", help="run even below the threshold")
     p = add("search", "full-text search over records")

@@ -19,8 +19,8 @@ from typing import Any
 
 import structlog
 
+from minionsd import __version__, logsetup, records
 from minionsd import config as config_mod
-from minionsd import logsetup, records
 from minionsd.app import App
 from minionsd.clock import parse_iso
 from minionsd.db import Database
@@ -69,7 +69,7 @@ class Daemon:
             contribute = getattr(component, "status", None)
             if contribute is not None:
                 result |= await contribute()
-        result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0})
+        result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0, "quarantined": 0})
         result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
                                             "circuit_breaks": 0})
         result.setdefault("jobs", [])
@@ -171,7 +171,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--home", help="home directory (default $MINIONS_HOME or ~/.minions)")
     parser.add_argument("--config", help="config file (default <home>/config.toml)")
     parser.add_argument("--log-format", choices=("json", "console"))
-    parser.add_argument("--version", action="version", version="minionsd 0.1.0")
+    parser.add_argument("--version", action="version", version=f"minionsd {__version__}")
     return parser.parse_args(argv)
 
 

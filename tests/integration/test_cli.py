@@ -174,7 +174,8 @@ def test_exit_codes(ctl, daemon, tmp_path):
 def test_json_before_and_after_every_command():
     """Parser level, so every command is covered, including those that need a daemon state."""
     minimal = {
-        "init": [], "status": [], "note": ["text"], "inbox": [], "consolidate": [],
+        "init": [], "status": [], "note": ["text"], "inbox": [], "inbox requeue": ["x.md"],
+        "consolidate": [],
         "search": ["q"], "show": ["M-1"], "pin": ["M-1"], "expire": ["M-1"],
         "retract": ["M-1", "--reason", "r"], "supersede": ["M-1", "--by", "M-2"],
         "kb add": ["--category", "reviews", "--title", "t"], "kb list": [],
