@@ -166,6 +166,13 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"{' (shadow)' if st['retrieval']['shadow'] else ''}; "
         f"llm: {'configured' if st['llm']['configured'] else 'not configured (regex digests)'}",
     ]
+    llm_failure = st["llm"].get("last_failure")
+    if llm_failure:
+        lines.append(f"llm last failure: {llm_failure['at']} ({llm_failure.get('purpose', '-')}) "
+                     f"{llm_failure['reason']}")
+    reload_failure = (st.get("config") or {}).get("last_reload_failure")
+    if reload_failure:
+        lines.append(f"config reload failed: {reload_failure['at']} {reload_failure['reason']}")
     for job in st.get("jobs", []):
         last = job.get("last_result")
         lines.append(f"job {job['id']}: next {job.get('next_run_at') or '-'}"
@@ -238,6 +245,8 @@ def cmd_service_install(args: argparse.Namespace,
     executable, home = _minionsd_executable(), str(_home(args))
     try:
         text = service.render_unit(kind, executable, home)
+        if kind == "system":
+            service.check_system_paths(executable, home)
     except MinionsError as exc:
         raise CommandError(exc.detail) from None
     path = service.default_install_path(kind)

@@ -65,7 +65,12 @@ class Daemon:
             "index": {"fts_segments": await app.db.read(records.fts_segments)},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
-            "llm": {"configured": app.llm_api_key() is not None},
+            "llm": {"configured": app.llm_api_key() is not None,
+                    "last_failure": app.events.get("llm_failure"),
+                    "last_ok_at": (app.events.get("llm_ok") or {}).get("at")},
+            "config": {"path": str(app.config.path),
+                       "last_reload_failure": app.events.get("config_reload_failure"),
+                       "last_reload_at": (app.events.get("config_reload_ok") or {}).get("at")},
         }
         for component in self.components:
             contribute = getattr(component, "status", None)
@@ -94,7 +99,9 @@ class Daemon:
             self.app.config = config_mod.load(self.app.config.path, self.app.environ)
         except ConfigError as exc:
             log.error("config.reload_failed", detail=exc.detail)
+            self.app.note_event("config_reload_failure", reason=str(exc.detail)[:300])
             return
+        self.app.note_event("config_reload_ok")
         log.info("config.reloaded", path=str(self.app.config.path))
         await self.config_changed(None)
 

@@ -38,6 +38,7 @@ class ConsolidationService:
         self._dirty = False
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.TimerHandle | None = None  # the inbox_max_wait_s timer
         app.hooks["submit_note"] = self.submit_sync
         app.hooks["poke_inbox"] = self.poke
         app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
@@ -61,6 +62,8 @@ class ConsolidationService:
     async def stop(self) -> None:
         self._stopping = True
         self.pipeline.abandon()
+        if self._wake is not None:
+            self._wake.cancel()
         if self._trigger_task is not None:
             self._trigger_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -118,7 +121,9 @@ class ConsolidationService:
             if not cfg["engine.auto_consolidate_memory"]:
                 return
             await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
-            state = await run_in_daemon_thread(self.pipeline.work_state, name="inbox-scan")
+            state, due_in = await run_in_daemon_thread(self.pipeline.work_plan,
+                                                       name="inbox-scan")
+            self._arm_wake(due_in)
             if state == "work":
                 try:
                     async with self._lock:
@@ -131,6 +136,18 @@ class ConsolidationService:
                     return
             elif state == "idle" and not self._dirty:
                 return
+
+    def _arm_wake(self, due_in: float | None) -> None:
+        """Look again when the oldest eligible note reaches engine.inbox_max_wait_s."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if due_in is not None and not self._stopping and self._loop is not None:
+            self._wake = self._loop.call_later(max(0.0, due_in) + 0.05, self.poke)
+
+    async def config_changed(self, key: str | None) -> None:
+        if key is None or key.startswith("engine."):
+            self.poke()  # a new threshold or wait bound may make a batch due (or later)
 
     # --- status -------------------------------------------------------------------------------
 
