@@ -29,7 +29,6 @@ class App:
     environ: dict[str, str] = field(default_factory=dict)
     started_monotonic: float = field(default_factory=time.monotonic)
     version: str = __version__
-    hooks: dict[str, Any] = field(default_factory=dict)
     bound_socket: Path | None = None  # where the server listens; config may say otherwise
     # Last LLM and config-reload outcomes for `status` ({"at", "reason", ...}); see note_event.
     events: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -113,12 +113,11 @@ class Daemon:
 
     async def run(self) -> None:
         app = self.app
-        app.hooks["status"] = self.status
-        app.hooks["config_changed"] = self.config_changed
         extra: dict[str, Any] = {}
         for component in self.components:
             extra |= getattr(component, "methods", dict)()
-        dispatcher = Dispatcher(build_methods(app, extra))
+        dispatcher = Dispatcher(build_methods(app, status=self.status,
+                                              config_changed=self.config_changed, extra=extra))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_event.set)
@@ -220,12 +219,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_components(daemon: Daemon) -> list[Any]:
+def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
     from minionsd import components
-    from minionsd.health import Health
 
-    return [*components.build(daemon.app), Health(daemon.app, daemon.notifier)]
+    return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -282,12 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     if clock_file:
         app.clock = file_clock(Path(clock_file))
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
-    if crash_spec:
-        app.hooks["crash_at"] = crash_hook(crash_spec)
+    crash_at = crash_hook(crash_spec) if crash_spec else None
     daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
-        daemon.components = build_components(daemon)
+        daemon.components = build_components(daemon, crash_at)
         asyncio.run(daemon.run())
     except MinionsError as exc:
         print(f"minionsd: {exc.detail}", file=sys.stderr)

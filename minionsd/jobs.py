@@ -7,12 +7,14 @@ pipeline uses, and SQL goes through the single writer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,17 +49,21 @@ def expiry(app: App, now: datetime) -> Report:
 
 # --- rescan ---------------------------------------------------------------------------------
 
-def rescan(app: App, now: datetime) -> Report:
-    """Reconcile the inbox directory (the watcher's events are only hints)."""
-    for hook in ("check_watcher", "check_kb_watcher"):
-        check = app.hooks.get(hook)
-        if check is not None:
-            check()
-    scan = app.hooks.get("scan_inbox")
-    report = scan() if scan is not None else {}
-    poke = app.hooks.get("poke_inbox_threadsafe")
-    if poke is not None:
-        poke()
+@dataclass(frozen=True)
+class InboxUpkeep:
+    """The running parts the rescan job reconciles, handed over by the daemon's wiring."""
+
+    check_watchers: tuple[Callable[[], None], ...]  # each restarts its observer if it died
+    scan: Callable[[], Report]  # reconcile the inbox directory, quarantine what is unreadable
+    poke: Callable[[], None]  # wake the batch trigger (safe from any thread)
+
+
+def rescan(app: App, now: datetime, upkeep: InboxUpkeep) -> Report:
+    """Reconcile the inbox directory (the watchers' events are only hints)."""
+    for check in upkeep.check_watchers:
+        check()
+    report = upkeep.scan()
+    upkeep.poke()
     return report
 
 
@@ -523,10 +529,10 @@ def reindex(app: App, now: datetime) -> Report:
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
 
 
-JOBS: dict[str, Callable[[App, datetime], Report]] = {
-    "kb_sweep": kb_sweep,
-    "retention": retention,
-    "expiry": expiry,
-    "rescan": rescan,
-    "reindex": reindex,
-}
+Job = Callable[[App, datetime], Report]
+
+
+def job_table(upkeep: InboxUpkeep) -> dict[str, Job]:
+    """Every maintenance job by name, in the order `status.jobs` lists them."""
+    return {"kb_sweep": kb_sweep, "retention": retention, "expiry": expiry,
+            "rescan": functools.partial(rescan, upkeep=upkeep), "reindex": reindex}

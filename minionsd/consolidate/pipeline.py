@@ -82,12 +82,17 @@ def mentioned_paths(text: str, limit: int = 50) -> list[str]:
 class Pipeline:
     """Runs batches synchronously (call from a worker thread)."""
 
-    def __init__(self, app: App, inbox: Inbox) -> None:
+    def __init__(self, app: App, inbox: Inbox, *,
+                 submit_note: Callable[[dict[str, Any]], Any],
+                 crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = inbox
+        # Writes the storm alert through inbox.submit's code (its duplicate rule makes a redo
+        # of the same batch write nothing).
+        self._submit_note = submit_note
         self._abandon = threading.Event()
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
-        self._crash_at: Callable[[str], None] = app.hooks.get("crash_at", lambda step: None)
+        self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -454,16 +459,13 @@ class Pipeline:
             atomic_write_text(target, note.content)
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
-        writer = self.app.hooks.get("submit_note")
-        if writer is None:
-            return
         sample = batch.notes[0]
         body = (f"# Duplicate storm stopped\n\n{len(batch.notes)} copies of one note "
                 f"(first: {sample.name}, author {sample.author}) arrived in one batch. "
                 "They were archived without digest, KB, notebook or SQL writes.\n")
         self._step("alert")
-        writer({"body": body, "author": "engine", "kind": "alert",
-                "title": f"duplicate storm {batch.id}"})
+        self._submit_note({"body": body, "author": "engine", "kind": "alert",
+                           "title": f"duplicate storm {batch.id}"})
 
 
 def _holds_other(path: Path, content: str) -> bool:
