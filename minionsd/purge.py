@@ -4,8 +4,9 @@ A purge is for a leaked secret or a record that must go. In one write transactio
 
 * deletes the record's row; the FTS index follows through the delete trigger (migration 0001);
 * writes the audit row (migration 0007);
-* clears the note's full text from the consolidation journal of finished batches
-  (``batch_notes.content``, and a finished batch's digest when it quotes the note);
+* clears the note's full text from the consolidation journal (``batch_notes.content``, and a
+  finished batch's digest when it quotes the note); a record whose note is not through its
+  batch yet is refused (-32003), since a redo of the batch would write it again;
 * records the record's KB file as known but linked to no record, so the KB sweep does not
   import it again unless someone edits it;
 * rewrites the FTS index into one segment: an FTS5 delete only adds a tombstone segment, and
@@ -37,7 +38,7 @@ from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import notebooks
 from minionsd.db import connect
-from minionsd.errors import InvalidParams, MinionsError, NotFound
+from minionsd.errors import InvalidParams, InvalidState, MinionsError, NotFound
 from minionsd.fileio import read_text
 from minionsd.home import Home, safe_relative
 
@@ -113,7 +114,7 @@ def fragments(title: str, body: str) -> list[str]:
 def _journal_rows(conn: sqlite3.Connection, record_id: str) -> list[sqlite3.Row]:
     return conn.execute(
         """SELECT n.batch_id, n.name, n.author, n.kb_path, n.archive_path, n.content_hash,
-                  b.state FROM batch_notes AS n JOIN batches AS b ON b.id = n.batch_id
+                  n.done, b.state FROM batch_notes AS n JOIN batches AS b ON b.id = n.batch_id
            WHERE n.record_id = ?""", (record_id,)).fetchall()
 
 
@@ -198,7 +199,7 @@ def _holds(text: str, pieces: Iterable[str]) -> bool:
 # --- the purge itself --------------------------------------------------------------------
 
 def delete_record(conn: sqlite3.Connection, record_id: str, reason: str, now: datetime,
-                  files: list[str], kb_files: dict[str, str]) -> dict[str, Any]:
+                  files: list[str], kb_files: dict[str, str]) -> None:
     """The write transaction of a purge (see the module docstring)."""
     row = conn.execute("SELECT seq, title, body, source FROM memory_records WHERE id = ?",
                        (record_id,)).fetchone()
@@ -209,18 +210,23 @@ def delete_record(conn: sqlite3.Connection, record_id: str, reason: str, now: da
     conn.execute("PRAGMA secure_delete = ON")
     try:
         journal = _journal_rows(conn, record_id)
+        for note in journal:
+            if not note["done"]:
+                # Its batch would write the record again when it is redone.
+                raise InvalidState(f"record {record_id} comes from note {note['name']}, whose "
+                                   f"consolidation batch {note['batch_id']} has not finished; "
+                                   "purge it when the batch is done", id=record_id)
         conn.execute("DELETE FROM memory_records WHERE id = ?", (record_id,))
         conn.execute("INSERT INTO purged_records (id, reason, purged_at, source, files) "
                      "VALUES (?, ?, ?, ?, ?)",
                      (record_id, reason, iso(now), row["source"], json.dumps(files)))
         pieces = fragments(row["title"] or "", row["body"] or "")
-        unfinished = []
         for note in journal:
-            if note["state"] != "done":
-                unfinished.append(note["batch_id"])  # a redo still needs the text
-                continue
+            # A finished note's text is not read again, not even by a redo of its batch.
             conn.execute("UPDATE batch_notes SET content = '' WHERE batch_id = ? AND name = ?",
                          (note["batch_id"], note["name"]))
+            if note["state"] != "done":
+                continue  # the redo may still need the digest
             digest = conn.execute("SELECT digest FROM batches WHERE id = ?",
                                   (note["batch_id"],)).fetchone()[0]
             if digest and _holds(_squash(digest), [_squash(p) for p in pieces]):
@@ -237,7 +243,6 @@ def delete_record(conn: sqlite3.Connection, record_id: str, reason: str, now: da
         conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(was_secure)}")
-    return {"unfinished_batches": unfinished}
 
 
 def checkpoint(db_path: Path) -> tuple[int, int, int]:
@@ -281,9 +286,7 @@ async def purge(app: App, record_id: object, reason: object) -> dict[str, Any]:
     files = await asyncio.to_thread(files_holding, app.home, found)
     hashes = await asyncio.to_thread(kb_hashes, app.home, found)
     now = app.now()
-    outcome = await app.db.write(delete_record, record_id, reason, now, files, hashes)
-    if outcome["unfinished_batches"]:
-        files.append(app.home.rel(app.home.db))  # the journal of a batch still being redone
+    await app.db.write(delete_record, record_id, reason, now, files, hashes)
     try:
         busy, _, _ = await asyncio.to_thread(checkpoint, app.home.db)
     except sqlite3.Error as exc:

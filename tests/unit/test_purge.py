@@ -9,7 +9,7 @@ import pytest
 
 from minionsd import purge, records
 from minionsd.db import connect, migrate
-from minionsd.errors import NotFound
+from minionsd.errors import InvalidState, NotFound
 
 SECRET = "AKIAZ7QWERTYUIOPASDF/wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEYZZ"
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -74,3 +74,27 @@ def test_reason_is_required(reason: object) -> None:
     with pytest.raises(Exception) as err:
         purge.check_reason(reason)
     assert getattr(err.value, "code", None) == -32602 and err.value.data == {"param": "reason"}
+
+
+def test_a_note_still_in_an_open_batch_is_refused_then_its_text_cleared(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "state.db")
+    migrate(conn)
+    leak = _add(conn, f"deploy token {SECRET}")
+    conn.execute("INSERT INTO batches (id, started_at, state, mode, digest, date) VALUES "
+                 "('B-1', 'x', 'open', 'regex', ?, '2030-01-02')", (f"- token {SECRET}",))
+    conn.execute("INSERT INTO batch_notes (batch_id, name, content, content_hash, author, role, "
+                 "record_id, done) VALUES ('B-1', 'a.md', ?, 'h', 'dallas', 'note', ?, 0)",
+                 (f"deploy token {SECRET}", leak))
+    conn.execute("BEGIN IMMEDIATE")
+    with pytest.raises(InvalidState, match="B-1"):
+        purge.delete_record(conn, leak, "leak", NOW, [], {})
+    conn.execute("ROLLBACK")
+    assert records.fetch(conn, leak, NOW)["id"] == leak  # nothing changed
+    conn.execute("UPDATE batch_notes SET done = 1")
+    conn.execute("BEGIN IMMEDIATE")
+    purge.delete_record(conn, leak, "leak", NOW, [], {})
+    conn.execute("COMMIT")
+    assert conn.execute("SELECT content FROM batch_notes").fetchone()[0] == ""
+    # The open batch's digest is kept for its redo (the finished note is not read again).
+    assert conn.execute("SELECT digest FROM batches").fetchone()[0] == f"- token {SECRET}"
+    conn.close()
