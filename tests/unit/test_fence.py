@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from minionsd.confusables import OPEN, READER
 from minionsd.fence import (
+    _START_CHARS,
     contains_fence_tag,
     escape_fence_markers,
     fence,
@@ -258,7 +259,7 @@ def test_short_plain_body_survives_byte_for_byte(body: str) -> None:
     assert out == f'<UNTRUSTED-INPUT source="s">\n{body}\n</UNTRUSTED-INPUT>'
 
 
-@given(st.text(alphabet=st.characters(exclude_characters="<&%\\\uff1c\ufe64\u2039\uff06")))
+@given(st.text(alphabet=st.characters(exclude_characters=_START_CHARS)))
 def test_text_without_openers_is_untouched(body: str) -> None:
     assert escape_fence_markers(body) == body
 
