@@ -256,17 +256,18 @@ def _no_tag_can_start(text: str, start: int) -> bool:
 def _reader_view(ch: str) -> str:
     """Stage 3 for one visible character: what a reader takes it for, '' if nothing.
 
-    A look-alike of a tag character reads as that ASCII character (the table is looked up
-    before and after case folding: Greek capital nu reads as "n", its small form as "v");
-    anything else reads as its case-folded self, without the marks casefolding can add.
+    A look-alike of a tag character reads as that ASCII character. The table lists look-alikes
+    of both cases itself, so it is looked up before case folding only: Greek capital nu reads
+    as "n", its small form as "v", and "L" (folded "l", a look-alike of "I") as "l". Anything
+    else reads as its case-folded self, without the marks casefolding can add ("\u0130").
     """
     hit = _READER.get(ch)
     if hit is not None:
         return hit
     folded = ch.casefold()
     if len(folded) == 1 and (ch.isascii() or not _is_invisible(folded)):
-        return _READER.get(folded, folded)
-    return "".join(_READER.get(out, out) for out in ch.casefold() if not _is_invisible(out))
+        return folded
+    return "".join(out for out in folded if not _is_invisible(out))
 
 
 def _reader_chars(text: str, start: int) -> Iterator[tuple[str, int, int]]:
