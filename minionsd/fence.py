@@ -1,23 +1,21 @@
-"""The untrusted-input fence around recalled memory, and truncation that respects encodings.
+"""The untrusted-input fence around recalled memory: its shape, escaping, the source attribute.
 
 Everything minionsd puts in front of an agent from memory (pinned context, the retrieval pack,
-team notes, notebooks) goes through :func:`fence`. This module owns the wrapper's exact shape
-and three guarantees, all pure functions of their inputs:
+team notes, notebooks) goes through :func:`fence`. Pure functions with three guarantees:
 
-* The fenced block contains exactly one opening tag (its first line) and exactly one closing
-  tag (its last line). Whatever the body holds, no reader, human or model, can find another
-  ``<UNTRUSTED-INPUT`` or ``</UNTRUSTED-INPUT`` in it, however the body spells it: any case,
-  spaces, slashes or line breaks inside the tag, ``_`` for ``-``, invisible characters, HTML
-  entities (also double-encoded), ``%3C``, fullwidth forms and every look-alike that the
-  Unicode confusables data lists for the tag's letters, brackets, slash and dash (table in
+* The fenced block holds exactly one opening tag (its first line) and one closing tag (its
+  last line). No reader, human or model, can find another ``<UNTRUSTED-INPUT`` or
+  ``</UNTRUSTED-INPUT`` in the body, however it is spelt: any case, spaces, slashes or line
+  breaks inside, ``_`` for ``-``, invisible characters, accents, HTML entities (also
+  double-encoded), ``%3C``-style escapes, fullwidth forms and every look-alike the Unicode
+  confusables data lists for the tag's letters, brackets, slash and dash (the table in
   minionsd/confusables.py). Such an attempt has its opening bracket replaced by ``[<]``.
 * The source attribute holds no quotes, angle brackets, backslashes, ampersands or control
   characters and is at most 200 characters, so it cannot end the attribute or the tag.
-* Cuts never split a character (the cutting itself lives in minionsd/textcut.py).
+* Cuts never split a character (minionsd/textcut.py does the cutting).
 
-Text that does not try to imitate the fence passes through byte for byte: ``a < b``,
-``<div>``, ``&lt;br&gt;`` and the like are left alone, because a match needs the fence name
-right after the bracket.
+Text that does not imitate the fence passes byte for byte (``a < b``, ``<div>``,
+``&lt;br&gt;``): a match needs the fence name right after the bracket.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ OPEN_MARKER_ESCAPE = "[<]"
 SOURCE_MAX_CHARS = 200
 DEFAULT_MAX_BYTES = 65536
 
-# Look-alikes come from the generated table (Unicode confusables data, see its docstring).
-# Characters that read as a bracket count as one wherever they turn up, NFKD form or not.
+# Look-alikes from the generated table; bracket look-alikes count as one in any form.
 _OPEN_LOOKALIKES = frozenset(OPEN)
 _CLOSE_LOOKALIKES = frozenset(CLOSE)
 _READER = {**READER, **dict.fromkeys(OPEN, "<"), **dict.fromkeys(CLOSE, ">")}
@@ -193,8 +190,7 @@ def _tag_rest_re() -> re.Pattern[str]:
 _TAG_REST_RE = _tag_rest_re()
 # Characters whose view is themselves: ASCII text and whitespace, except the starts of escapes.
 _NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x24\x27-\x5b\x5d-\x7e]")
-# ASCII characters that are not invisible to the reader (control characters other than
-# whitespace are), so the view of such text is the text itself.
+# ASCII characters a reader sees (not control characters other than whitespace).
 _NOT_ASCII_VISIBLE_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x7e]")
 _PLAIN_LOOKAHEAD = 64
 
@@ -254,13 +250,10 @@ def _no_tag_can_start(text: str, start: int) -> bool:
 
 
 def _reader_view(ch: str) -> str:
-    """Stage 3 for one visible character: what a reader takes it for, '' if nothing.
-
-    A look-alike of a tag character reads as that ASCII character. The table lists look-alikes
-    of both cases itself, so it is looked up before case folding only: Greek capital nu reads
-    as "n", its small form as "v", and "L" (folded "l", a look-alike of "I") as "l". Anything
-    else reads as its case-folded self, without the marks casefolding can add ("\u0130").
-    """
+    """Stage 3 for one visible character: a tag character's look-alike reads as that ASCII
+    character, anything else as its case-folded self without the marks folding can add. The
+    table holds both cases, so it comes before folding only (Greek capital nu is "n", small
+    nu is "v"; "L" is "l", not a look-alike of "I")."""
     hit = _READER.get(ch)
     if hit is not None:
         return hit
@@ -317,13 +310,10 @@ _ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 def _plainly_tag_free(text: str) -> bool:
     """True for ASCII text without '&', '%' or '\\' where the letters "untrusted" never
-    follow each other (invisible control characters ignored).
-
-    In such text every letter a reader sees is written as itself (only an entity or an
-    escape such as %75 or \\u0075 can spell one otherwise), and a tag needs that word
-    without gaps, so no tag can be there. Most memory is like this, and this check is a few
-    C-level passes instead of a look at every '<'.
-    """
+    follow each other (invisible control characters ignored). In such text every letter a
+    reader sees is written as itself (no ASCII character is a look-alike of one of those
+    letters), and a tag needs the word without gaps. Most memory is like this, and this is a
+    few C-level passes instead of a look at every '<'."""
     if not text.isascii() or "&" in text or "%" in text or "\\" in text:
         return False
     return "untrusted" not in _ASCII_INVISIBLE_RE.sub("", text).lower()
