@@ -18,10 +18,10 @@ from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, knowledge, llm, records, telemetry
+from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
-from minionsd.consolidate import notebooks
+from minionsd.consolidate import journal, notebooks
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
@@ -32,6 +32,9 @@ log = structlog.get_logger()
 SWEPT_MAX_AGE = timedelta(days=30)
 TELEMETRY_KEEP = 100_000  # newest retrieval telemetry rows kept by the retention job
 CHANGES_KEEP = 50_000  # newest record_changes rows kept (an in-memory view reloads if behind)
+# Finished consolidation batches (with every note's journalled text) and inbox.submit's
+# claimed names are kept this long, then pruned by the retention job (docs/operations.md).
+JOURNAL_KEEP = timedelta(days=7)
 Report = dict[str, Any]
 
 
@@ -321,7 +324,15 @@ def retention(app: App, now: datetime) -> Report:
             "archive_deleted": _bound_archive(app),
             "swept_pruned": _prune_swept(app, now),
             "telemetry_pruned": app.db.write_blocking(telemetry.prune, TELEMETRY_KEEP),
-            "changes_pruned": app.db.write_blocking(records.prune_changes, CHANGES_KEEP)}
+            "changes_pruned": app.db.write_blocking(records.prune_changes, CHANGES_KEEP),
+            **_prune_journal(app, now - JOURNAL_KEEP)}
+
+
+def _prune_journal(app: App, before: datetime) -> Report:
+    batches, notes = app.db.write_blocking(journal.prune_finished, before)
+    submissions = app.db.write_blocking(inbox.prune_submissions, before)
+    return {"batches_pruned": batches, "batch_notes_pruned": notes,
+            "submissions_pruned": submissions}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)

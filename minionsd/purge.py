@@ -3,7 +3,7 @@
 A purge is for a leaked secret or a record that must go. In one write transaction it
 
 * deletes the record's row; the FTS index follows through the delete trigger (migration 0001);
-* writes the audit row (migration 0007);
+* writes the audit row (migration 0008);
 * clears the note's full text from the consolidation journal (``batch_notes.content``, and a
   finished batch's digest when it quotes the note); a record whose note is not through its
   batch yet is refused (-32003), since a redo of the batch would write it again;

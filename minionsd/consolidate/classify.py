@@ -12,7 +12,14 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minionsd.markdown import first_heading, parse_note, render_note, safe_slug, slugify
+from minionsd.markdown import (
+    check_note_types,
+    first_heading,
+    parse_note,
+    render_note,
+    safe_slug,
+    slugify,
+)
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
 TITLE_SLUG_MAX = 50
@@ -97,6 +104,7 @@ def render_entry(
     kept as `note_<key>`. Raises FrontMatterError when the note's front matter is invalid.
     """
     meta, body = parse_note(content)
+    meta = check_note_types(meta)[0]
     own = {"source": source, "agent": agent, "category": category, "date": date}
     return render_note(_merged_meta(meta, own, extra), body)
 

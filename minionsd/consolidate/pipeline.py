@@ -34,7 +34,7 @@ from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, first_heading, parse_note
+from minionsd.markdown import FrontMatterError, check_note_types, first_heading, parse_note
 
 log = structlog.get_logger()
 
@@ -423,7 +423,7 @@ def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
 
 def _safe_meta(content: str) -> dict[str, Any]:
     try:
-        return parse_note(content)[0]
+        return check_note_types(parse_note(content)[0])[0]
     except FrontMatterError:
         return {}
 

@@ -14,6 +14,7 @@ from typing import Any
 import structlog
 
 from minionsd import inbox as inbox_mod
+from minionsd import quarantine
 from minionsd.app import App
 from minionsd.consolidate import journal
 from minionsd.consolidate.pipeline import Abandoned, Pipeline
@@ -31,6 +32,7 @@ class ConsolidationService:
         self.app = app
         self.inbox = Inbox(app.home)
         self.pipeline = Pipeline(app, self.inbox)
+        self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False
@@ -98,16 +100,10 @@ class ConsolidationService:
 
     def scan_report(self) -> dict[str, Any]:
         """For the rescan job: reconcile the inbox directory (quarantining bad files)."""
-        before = self._quarantined()
+        before = self.quarantined.get()
         state = self.pipeline.inbox_state()
         return {"pending": len(state.notes), "eligible": len(state.eligible()),
-                "quarantined": self._quarantined() - before}
-
-    def _quarantined(self) -> int:
-        quarantine = self.app.home.quarantine
-        if not quarantine.is_dir():
-            return 0
-        return sum(1 for p in quarantine.iterdir() if not p.name.endswith(".reason.txt"))
+                "quarantined": self.quarantined.get() - before}
 
     async def _auto(self) -> None:
         """Run batches while the threshold is met; look again whenever the inbox moved.
@@ -143,7 +139,8 @@ class ConsolidationService:
         counters = await self.app.db.read(journal.counters)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
-                      "held": sum(1 for n in state.notes if n.held)},
+                      "held": sum(1 for n in state.notes if n.held),
+                      "quarantined": self.quarantined.get()},
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),
@@ -157,17 +154,17 @@ class ConsolidationService:
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
         submission = inbox_mod.prepare_submission(params, now)
-        target = self.app.home.inbox / submission.name
+        inbox_dir = self.app.home.inbox
 
-        def claim_and_write(conn: Any) -> bool:
-            if not inbox_mod.record_submission(conn, submission, self.app.home.inbox, now):
-                return False
-            # Written inside the transaction: if the write fails the claim rolls back.
-            atomic_write_text(target, submission.text)
-            return True
+        def claim_and_write(conn: Any) -> tuple[str, bool]:
+            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
+            if fresh:
+                # Written inside the transaction: if the write fails the claim rolls back.
+                atomic_write_text(inbox_dir / name, submission.text)
+            return name, fresh
 
-        written = self.app.db.write_blocking(claim_and_write)
-        return {"name": submission.name, "path": self.app.home.rel(target),
+        name, written = self.app.db.write_blocking(claim_and_write)
+        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 
     def methods(self) -> dict[str, Any]:
@@ -181,7 +178,13 @@ class ConsolidationService:
             self.poke()
             return result
 
-        async def inbox_list() -> dict[str, Any]:
+        async def inbox_list(quarantined: Any = False) -> dict[str, Any]:
+            if not isinstance(quarantined, bool):
+                raise InvalidParams("'quarantined' must be true or false", param="quarantined")
+            if quarantined:
+                return {"quarantined": await run_in_daemon_thread(
+                    quarantine.list_quarantined, self.app.home.quarantine,
+                    name="inbox-list")}
             state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
@@ -198,10 +201,19 @@ class ConsolidationService:
             self.poke()
             return {"name": name, "held": held}
 
+        async def inbox_requeue(name: Any) -> dict[str, Any]:
+            taken = set(await self.app.db.read(inbox_mod.submitted_names))
+            new_name = await run_in_daemon_thread(
+                quarantine.requeue, self.app.home.quarantine, self.app.home.inbox, name, taken,
+                name="inbox-requeue")
+            self.poke()
+            return {"name": new_name, "path": self.app.home.rel(self.app.home.inbox / new_name)}
+
         async def consolidation_run(force: Any = False) -> dict[str, Any]:
             if not isinstance(force, bool):
                 raise InvalidParams("'force' must be true or false", param="force")
             return await self.run(force)
 
         return {"inbox.submit": inbox_submit, "inbox.list": inbox_list,
-                "inbox.hold": inbox_hold, "consolidation.run": consolidation_run}
+                "inbox.hold": inbox_hold, "inbox.requeue": inbox_requeue,
+                "consolidation.run": consolidation_run}

@@ -16,7 +16,7 @@ from minionsd.client import RpcError
 from tests.conftest import REPO, wait_for
 
 HEAVY = ("anthropic", "watchdog", "apscheduler", "structlog", "yaml", "filelock", "tomli_w",
-         "httpx", "sqlite3", "asyncio")
+         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -174,7 +174,8 @@ def test_exit_codes(ctl, daemon, tmp_path):
 def test_json_before_and_after_every_command():
     """Parser level, so every command is covered, including those that need a daemon state."""
     minimal = {
-        "init": [], "status": [], "note": ["text"], "inbox": [], "consolidate": [],
+        "init": [], "status": [], "note": ["text"], "inbox": [], "inbox requeue": ["x.md"],
+        "consolidate": [],
         "search": ["q"], "show": ["M-1"], "pin": ["M-1"], "expire": ["M-1"],
         "retract": ["M-1", "--reason", "r"], "supersede": ["M-1", "--by", "M-2"],
         "purge": ["M-1", "--reason", "r"],
@@ -183,7 +184,7 @@ def test_json_before_and_after_every_command():
         "pinned append": ["x"], "retrieve": ["--task", "-"], "prompt": ["--task", "-"],
         "config get": [], "config set": ["k", "v"], "maintenance": ["reindex"],
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
-        "service install": ["--print"],
+        "service install": ["--print"], "connect": ["codex", "--print"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()
