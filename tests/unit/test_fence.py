@@ -210,9 +210,13 @@ def test_truncate_utf16_never_splits_a_pair() -> None:
     assert truncate_utf16("a" * 4095 + "😀", 4096) == ("a" * 4095, True)
 
 
-def test_preamble_names_the_fence_without_writing_a_tag() -> None:
-    assert "UNTRUSTED-INPUT" in MEMORY_PREAMBLE
-    assert not contains_fence_tag(MEMORY_PREAMBLE)  # the only tags in a prompt are real fences
+def test_preambles_name_the_fence_without_writing_a_tag() -> None:
+    from minionsd.fence import MEMORY_PREAMBLE as EVIDENCE_PREAMBLE
+
+    for text in (MEMORY_PREAMBLE, EVIDENCE_PREAMBLE):
+        assert "UNTRUSTED-INPUT" in text and "live code" in text
+        assert not contains_fence_tag(text)  # the only tags in a prompt are real fences
+    assert "Pinned Context" not in EVIDENCE_PREAMBLE  # it never introduces guidance
 
 
 def test_fence_with_status_reports_cuts_caused_by_escaping() -> None:
