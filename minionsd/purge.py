@@ -120,7 +120,8 @@ def _journal_rows(conn: sqlite3.Connection, record_id: str) -> list[sqlite3.Row]
 
 def locate(conn: sqlite3.Connection, record_id: str) -> dict[str, Any]:
     """The record (or NotFound, with the purge reason for a purged id) and the files that may
-    hold its text: {record, own: [rel], others: [rel], entry_ids: {notebook rel: entry id}}."""
+    hold its text: {record, own: [rel] (its archived note and KB file), others: [rel] (shared
+    files), kb: [rel] (its KB files), entry_ids: {notebook rel: the note's entry id}}."""
     row = conn.execute("SELECT id, title, body, source, author, agent FROM memory_records "
                        "WHERE id = ?", (record_id,)).fetchone()
     if row is None:
