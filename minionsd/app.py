@@ -14,6 +14,7 @@ from typing import Any
 from minionsd import __version__
 from minionsd.clock import Clock, system_clock
 from minionsd.config import Config
+from minionsd.consolidate.identity import effective_human_authors
 from minionsd.db import Database
 from minionsd.home import Home
 
@@ -31,6 +32,7 @@ class App:
     version: str = __version__
     hooks: dict[str, Any] = field(default_factory=dict)
     bound_socket: Path | None = None  # where the server listens; config may say otherwise
+    login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
 
     def now(self):  # noqa: ANN201 - a datetime
         return self.clock()
@@ -42,6 +44,11 @@ class App:
 
     def llm_api_key(self) -> str | None:
         return self.environ.get(self.config.get("llm.api_key_env")) or None
+
+    def human_authors(self) -> frozenset[str]:
+        """Authors whose writing gets `human` trust (SPEC §3.2, `trust.human_authors`)."""
+        return effective_human_authors(self.config.get("trust.human_authors") or (),
+                                       self.login_name)
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)

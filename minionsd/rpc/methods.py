@@ -12,6 +12,7 @@ from minionsd import records
 from minionsd.app import RESTART_KEYS, App
 from minionsd.config import check_value, lookup_key
 from minionsd.errors import ConfigError, InvalidParams
+from minionsd.redact import redact
 from minionsd.rpc.protocol import Handler
 
 
@@ -58,6 +59,8 @@ def build_methods(app: App, extra: dict[str, Handler] | None = None) -> dict[str
             {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
             | optional
         )
+        # A record is a derived surface like any other: no secret is stored (SPEC §3.1).
+        fields["title"], fields["body"] = redact(fields["title"]), redact(fields["body"])
         record_id = await app.db.write(records.insert, fields, app.now())
         return {"id": record_id}
 
