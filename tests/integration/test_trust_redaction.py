@@ -160,3 +160,27 @@ def test_direct_writes_are_redacted(daemon):
     assert "[REDACTED:github_token]" in entry
     wait_for(lambda: daemon.call("memory.search", query="kumquat")["total"] == 2,
              what="both records searchable")
+
+
+def test_corpus_sample_through_episode_capture(make_daemon, short_home):
+    """Every 8th case of both sides of the corpus, as an episode summary on a real daemon."""
+    from tests.unit.test_redaction_corpus import NEAR_MISSES, SECRETS, leaked
+
+    short_home.mkdir(parents=True, exist_ok=True)
+    (short_home / "config.toml").write_text("[engine]\nmemory_episodic_capture = true\n")
+    daemon = make_daemon()
+
+    def captured_body(summary: str, number: int) -> str:
+        stored = daemon.call("episode.capture", outcome="success", task_id=f"W-{number}",
+                             agent="dallas", summary=summary)
+        assert stored["captured"] is True, stored
+        return daemon.call("memory.get", id=stored["id"])["body"]
+
+    secrets_sample, near_sample = SECRETS[::8], NEAR_MISSES[::8]
+    assert len(secrets_sample) >= 20 and len(near_sample) >= 15
+    for case in secrets_sample:
+        body = captured_body(case.text, case.line)
+        assert not leaked(case, body), body
+        assert f"[REDACTED:{case.kind}]" in body
+    for line, text in near_sample:
+        assert text.strip() in captured_body(text, 10_000 + line)
