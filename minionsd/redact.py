@@ -57,6 +57,9 @@ class Pattern:
     description: str
     regex: re.Pattern[str]
     template: str
+    # Lower-case strings a match always contains one of; a text holding none of them skips
+    # the scan (a substring test costs far less than running the regex over a megabyte).
+    needles: tuple[str, ...] = ()
 
     @property
     def marker(self) -> str:
@@ -67,30 +70,36 @@ class Pattern:
         return self.template.replace("{marker}", self.marker)
 
 
-def _p(kind: str, description: str, regex: str, template: str = "{marker}", flags: int = 0):
-    return Pattern(kind, description, re.compile(regex, flags), template)
+def _p(kind: str, description: str, regex: str, template: str = "{marker}", flags: int = 0,
+       needles: tuple[str, ...] = ()) -> Pattern:
+    return Pattern(kind, description, re.compile(regex, flags), template, needles)
 
 
-def _endings(*words: str) -> str:
+def _endings(*words: str, whole: tuple[str, ...] = ()) -> str:
     """A regex that holds where the text just before ends in one of `words` (any case).
 
     "api key" stands for api_key, api-key and apikey. Used after a possessive key match, so
-    each key is tested once at its end instead of being searched for a word inside it.
+    each key is tested once at its end instead of being searched for a word inside it. A word
+    in `whole` counts only as the entire key (`pass=`, but not `bypass=`).
     """
     variants = sorted({sep.join(w.split(" ")) for w in words for sep in ("_", "-", "")})
-    return "(?:" + "|".join(f"(?<={re.escape(v)})" for v in variants) + ")"
+    checks = [f"(?<={re.escape(v)})" for v in variants]
+    checks += [rf"(?<={re.escape(w)})(?<![\w.-]{re.escape(w)})" for w in whole]
+    return "(?:" + "|".join(checks) + ")"
 
 
 # A key is one run of identifier characters (JSON/YAML/env/INI/CLI spellings alike), matched
 # possessively: it is never re-tried at a shorter length, which keeps the scan linear.
 _KEY = r"(?P<key>(?<![\w.-])[\w.-]{1,64}+)"
-_PASSWORD_KEYS = _endings("password", "passwd", "passphrase", "_pass", "_pwd")
+_PASSWORD_KEYS = _endings("password", "passwd", "passphrase", "_pass", "_pwd", "psk",
+                          whole=("pass",))
 _AWS_SECRET_KEYS = _endings("secret access key", "aws secret key", "session token")
 _SECRET_KEYS = _endings(
     "secret", "token", "api key", "access key", "secret key", "private key", "credential",
     "credentials", "auth key", "signing key", "encryption key", "app key", "application key",
     "master key", "client key", "account key", "subscription key", "license key", "sas key",
-    "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key",
+    "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key", "mnemonic",
+    "seed phrase", "authtoken",
 )
 # Between key and value: an optional closing quote of a JSON/YAML key, then =, :, := or =>,
 # horizontal space only (an empty `password=` never swallows the next line).
@@ -170,17 +179,20 @@ PATTERNS: tuple[Pattern, ...] = (
         r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
         r".*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)",
         flags=re.DOTALL,
+        needles=("private key",),
     ),
     _p(
         "slack_webhook",
         "Slack incoming-webhook or workflow URL",
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}",
+        needles=("hooks.slack.com",),
     ),
     _p(
         "webhook_url",
         "Discord or Microsoft Teams webhook URL (the URL is the credential)",
         r"https://(?:(?:canary\.|ptb\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/"
         r"[A-Za-z0-9_-]{20,}|[A-Za-z0-9-]{1,63}\.webhook\.office\.com/webhookb2/[^\s\"'<>]{20,})",
+        needles=("/api/webhooks/", "webhook.office.com"),
     ),
     *_TOKEN_PATTERNS,
     _p(
@@ -192,6 +204,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + r"(?P<pw>[^\s/?#]+)@",
         "\\g<head>{marker}@",
         re.IGNORECASE,
+        needles=("://",),
     ),
     _p(
         "url_password",
@@ -201,6 +214,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + _URL_PLACEHOLDER
         + r"(?P<pw>[^\s/?#]+)@",
         "\\g<head>{marker}@",
+        needles=("://",),
     ),
     _p(
         "azure_key",
@@ -210,6 +224,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"[ \t]*=[ \t]*)" + _NOT_MARKER + r"[^;\s\"'<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("accountkey", "sharedaccess", "sharedsecret"),
     ),
     _p(
         "connection_password",
@@ -217,6 +232,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(?P<head>;[ \t]*pwd[ \t]*=[ \t]*)" + _NOT_MARKER + r"[^;\n\"']+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("pwd",),
     ),
     _p(
         "aws_secret_key",
@@ -225,11 +241,13 @@ PATTERNS: tuple[Pattern, ...] = (
         _assignment(_AWS_SECRET_KEYS),
         _ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=("access", "secret", "session"),
     ),
     _p(
         "jwt",
         "JSON Web Token: three base64url segments, the first starting eyJ",
         r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+        needles=("eyj",),
     ),
     _p(
         "authorization",
@@ -238,9 +256,10 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(?P<head>\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
         r"(?>(?:[A-Za-z][A-Za-z0-9_-]{1,30}[ \t]+)?))" + _NOT_MARKER + r"(?!\$|\{|<)"
         + rf"(?!{_PLACEHOLDER}|(?-i:[A-Z]{{1,30}}(?:_[A-Z]{{1,30}}){{1,8}}){_BARE_END})"
-        r"[^\s\"',;]{6,}",
+        r"(?:[\w-]{1,30}=\"[^\"\n]{1,500}\"|[^\s\"',;]{6,})",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("authorization",),
     ),
     _p(
         "cookie",
@@ -249,6 +268,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"[^\n\"']+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("cookie",),
     ),
     _p(
         "url_signature",
@@ -258,11 +278,14 @@ PATTERNS: tuple[Pattern, ...] = (
         + r"[^&\s#\"'<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("sig", "x-amz-", "x-goog-"),
     ),
     _p(
         "cli_password",
-        "password glued to or after a client's password flag: mysql -pVALUE, sshpass -p V, "
+        "password or token after a client's credential flag: mysql -pVALUE, sshpass -p V, "
         "docker/podman/helm login -p V, twine -p V, redis-cli -a V, curl -u user:V, "
+        "mongosh -p V, sqlcmd -P V, ldapsearch -w V, 7z -pV, zip -P V, keytool -storepass V, "
+        "aws configure set aws_secret_access_key V, ngrok authtoken V, "
         "openssl -passin pass:V",
         r"(?P<head>(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)"
         + _CMD_ARGS + r"-p(?=[^\s-])"
@@ -273,8 +296,22 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|\bredis-cli" + _CMD_ARGS + r"-a(?=[ \t])"
         r"|\b(?:curl|wget|http)" + _CMD_ARGS + r"(?:-u|--user|--proxy-user)[ \t=]+['\"]?"
         r"[^\s:'\"]{0,100}:"
+        r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)" + _CMD_ARGS
+        + r"-p(?=[ \t])"
+        r"|\b(?:sqlcmd|bcp)" + _CMD_ARGS + r"-P(?=[ \t])"
+        r"|\bldap(?:search|add|modify|delete|passwd|whoami)" + _CMD_ARGS + r"-w(?=[ \t])"
+        r"|\b(?:7z|7za|7zr)" + _CMD_ARGS + r"-p(?=[^\s-])"
+        r"|\b(?:zip|unzip)" + _CMD_ARGS + r"-P(?=[ \t])"
+        r"|\b(?:keytool|jarsigner)" + _CMD_ARGS
+        + r"-(?:store|key|srcstore|deststore|srckey|destkey)pass(?=[ \t])"
+        r"|\baws[ \t]+configure[ \t]+set[ \t]+(?:aws_secret_access_key|aws_session_token)"
+        r"(?=[ \t])"
+        r"|\bngrok(?:[ \t]+config[ \t]+add-authtoken|[ \t]+authtoken)(?=[ \t])"
         r"|-pass(?:in|out)?[ \t]+pass:)[ \t]*)" + _CLI_VALUE,
         "\\g<head>{marker}",
+        needles=("mysql", "mariadb", "sshpass", "login", "twine", "redis-cli", "curl", "wget",
+                 "http", "mongo", "sqlcmd", "bcp", "ldap", "7z", "zip", "keytool", "jarsigner",
+                 "configure", "ngrok", "pass:"),
     ),
     _p(
         "netrc_password",
@@ -282,6 +319,26 @@ PATTERNS: tuple[Pattern, ...] = (
         r"(?P<head>\b(?:machine[ \t\r\n]+\S{1,256}|default)[ \t\r\n]+login[ \t\r\n]+\S{1,256}"
         r"[ \t\r\n]+password[ \t\r\n]+)" + _NOT_MARKER + r"\S+",
         "\\g<head>{marker}",
+        needles=("machine", "default"),
+    ),
+    _p(
+        "xml_secret",
+        "text of an XML element or NuGet/.config entry named for a secret (a password, "
+        'apiKey or token element; key="ClearTextPassword" value="...")',
+        r"(?P<head><(?P<tag>[\w.-]{0,40}(?:password|passwd|secret|token|api[_-]?key|apikey"
+        r"|access[_-]?key|private[_-]?key))>|\bkey=\"[\w.-]{0,40}(?:password|secret|token"
+        r"|api[_-]?key|apikey)\"[ \t]+value=\")" + _NOT_MARKER + r"(?!\$\{|\{)[^<\"\n]{1,500}"
+        r"(?=</|\")",
+        "\\g<head>{marker}",
+        re.IGNORECASE,
+        needles=("<", 'key="'),
+    ),
+    _p(
+        "putty_private_key",
+        "private half of a PuTTY .ppk key (the Private-Lines block)",
+        r"(?P<head>Private-Lines:[ \t]*[0-9]{1,3}\r?\n)(?:[A-Za-z0-9+/=]{1,128}(?:\r?\n|\Z)){1,64}",
+        "\\g<head>{marker}\n",
+        needles=("private-lines",),
     ),
     _p(
         "password",
@@ -290,6 +347,7 @@ PATTERNS: tuple[Pattern, ...] = (
         _assignment(_PASSWORD_KEYS),
         _ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=("pass", "pwd", "psk"),
     ),
     _p(
         "secret",
@@ -301,26 +359,30 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "generic_key",
-        "long random value (16+ characters with a digit) after any other *_KEY / *-KEY name",
+        "long random value (16+ characters with a digit) after any other name ending _KEY or -KEY",
         _assignment(_endings("_key", "-key"), _RANDOM_VALUE),
         _ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
     ),
     _p(
         "cli_secret",
-        "value after a command-line flag named for a secret: --password VALUE, --token VALUE",
-        r"(?P<head>(?<!\S)--?[A-Za-z0-9-]{0,40}(?:password|passwd|token|secret|api-?key)"
-        r"[ \t]+)" + _NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
+        "value after a command-line flag named for a secret: --password VALUE, --token VALUE, "
+        "--passphrase VALUE, --api-key VALUE",
+        r"(?P<head>(?<!\S)(?:--?[A-Za-z0-9-]{0,40}"
+        r"(?:password|passwd|passphrase|token|secret|api-?key)|--pass)[ \t]+)"
+        + _NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
     ),
     _p(
         "bearer",
-        "bearer token anywhere (`Bearer <16+ characters with a digit>`); the word is kept",
+        "bearer token anywhere (Bearer and 16 or more token characters with a digit); the word "
+        "is kept",
         # The digit requirement keeps prose ("bearer tokenization ...") out.
         r"(?P<head>\bbearer[ \t]+)(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{16,}",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("bearer",),
     ),
 )
 _TOKEN_KINDS = frozenset(p.kind for p in _TOKEN_PATTERNS)
@@ -336,10 +398,15 @@ def _redact_tokens(run: re.Match[str]) -> str:
 
 
 def _redact_once(text: str) -> str:
+    lowered = text.lower()
     for pattern in _PASSES:
-        text = pattern.regex.sub(pattern.replacement, text)
+        if not pattern.needles or any(n in lowered for n in pattern.needles):
+            text, count = pattern.regex.subn(pattern.replacement, text)
+            if count:
+                lowered = text.lower()
         if pattern.kind == "webhook_url":  # the token table runs where its rows are listed
             text = _TOKEN_RUN.sub(_redact_tokens, text)
+            lowered = text.lower()
     return text
 
 

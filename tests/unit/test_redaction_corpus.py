@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minionsd.redact import kinds, redact
 
@@ -93,3 +95,22 @@ def test_corpus_figures():
     print(f"\nredaction corpus: {caught}/{len(SECRETS)} secrets caught, "
           f"{false_positives}/{len(NEAR_MISSES)} near misses changed")
     assert caught == len(SECRETS) and false_positives == 0
+
+
+_PROSE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=st.sampled_from(SECRETS), before=_PROSE, after=_PROSE)
+def test_secret_is_redacted_wherever_it_sits(case, before, after):
+    """A corpus secret on its own lines between arbitrary text is still removed."""
+    out = redact(f"{before}\n{case.text}\n{after}")
+    assert not leaked(case, out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([text for _, text in NEAR_MISSES]), min_size=2, max_size=6))
+def test_near_misses_together_are_unchanged(texts):
+    """Near misses stay near misses next to each other (a note holds many of them)."""
+    text = "\n".join(texts)
+    assert redact(text) == text
