@@ -132,6 +132,7 @@ def test_secrets_never_reach_derived_surfaces(make_daemon, short_home, fake_anth
                        project="kumquat", agent="ripley")
     assert "kumquat cluster" in pack["text"]
     derived["pack"] = pack["text"]
+    derived["file names"] = "\n".join(str(p) for p in home.rglob("*") if "archive" not in p.parts)
     for surface, text in derived.items():
         for secret in SECRETS:
             assert secret not in text, f"{secret[:8]}... reached {surface}"
