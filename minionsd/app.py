@@ -14,7 +14,6 @@ from typing import Any
 from minionsd import __version__
 from minionsd.clock import Clock, system_clock
 from minionsd.config import Config
-from minionsd.consolidate.identity import effective_human_authors
 from minionsd.db import Database
 from minionsd.home import Home
 
@@ -46,9 +45,12 @@ class App:
         return self.environ.get(self.config.get("llm.api_key_env")) or None
 
     def human_authors(self) -> frozenset[str]:
-        """Authors whose writing gets `human` trust (SPEC §3.2, `trust.human_authors`)."""
-        return effective_human_authors(self.config.get("trust.human_authors") or (),
-                                       self.login_name)
+        """Authors whose writing gets `human` trust (SPEC §3.2): `trust.human_authors`, or the
+        daemon user's login name when that list is empty."""
+        listed = frozenset(name for name in self.config.get("trust.human_authors") or () if name)
+        if listed:
+            return listed
+        return frozenset([self.login_name]) if self.login_name else frozenset()
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)

@@ -10,7 +10,8 @@ Design choices:
 * The pattern set is data. `PATTERNS` is an ordered tuple of `Pattern(kind, description,
   regex, template)`, one entry per family; docs/security.md describes the same list, and tests
   walk it. Vendor tokens recognisable by their prefix alone are rows of
-  `secret_shapes.TOKENS`, run as one alternation (one scan for the whole table).
+  `secret_shapes.TOKENS`, run as one alternation (one scan for the whole table); the grammar
+  of `key = value` (which keys, which values are literals) lives in `secret_grammar`.
 * Order matters. A PEM block goes first (its body may hold anything), then webhook URLs and the
   vendor tokens (their markers say the most), then credentials in URLs, connection strings and
   JWTs, then the generic rules: Authorization and Cookie values, client password flags,
@@ -25,7 +26,8 @@ Design choices:
   `redact(redact(x)) == redact(x)`. It is deterministic: the same text always gives the same
   output, which consolidation's crash recovery relies on.
 * Every quantifier is bounded, possessive, or runs over a character class that excludes what
-  follows it, so the work stays linear in the input size; megabytes of text are fine.
+  follows it, so the work stays linear in the input size; megabytes of text are fine. A
+  pattern whose `needles` all miss the text is not run at all.
 * It never raises on a `str`: the patterns are compiled at import and `re.sub` on a string
   cannot fail.
 """
@@ -35,15 +37,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from minionsd import secret_grammar as g
 from minionsd.secret_shapes import TOKENS
 
 MARKER_PREFIX = "[REDACTED:"
 MAX_ROUNDS = 4
-
-# A value must not begin with a marker: that is what keeps the patterns from chewing on their
-# own output.
-_NOT_MARKER_BODY = r"\[REDACTED:"
-_NOT_MARKER = rf"(?!{_NOT_MARKER_BODY})"
 
 
 @dataclass(frozen=True)
@@ -74,87 +72,6 @@ def _p(kind: str, description: str, regex: str, template: str = "{marker}", flag
        needles: tuple[str, ...] = ()) -> Pattern:
     return Pattern(kind, description, re.compile(regex, flags), template, needles)
 
-
-def _endings(*words: str, whole: tuple[str, ...] = ()) -> str:
-    """A regex that holds where the text just before ends in one of `words` (any case).
-
-    "api key" stands for api_key, api-key and apikey. Used after a possessive key match, so
-    each key is tested once at its end instead of being searched for a word inside it. A word
-    in `whole` counts only as the entire key (`pass=`, but not `bypass=`).
-    """
-    variants = sorted({sep.join(w.split(" ")) for w in words for sep in ("_", "-", "")})
-    checks = [f"(?<={re.escape(v)})" for v in variants]
-    checks += [rf"(?<={re.escape(w)})(?<![\w.-]{re.escape(w)})" for w in whole]
-    return "(?:" + "|".join(checks) + ")"
-
-
-# A key is one run of identifier characters (JSON/YAML/env/INI/CLI spellings alike), matched
-# possessively: it is never re-tried at a shorter length, which keeps the scan linear.
-_KEY = r"(?P<key>(?<![\w.-])[\w.-]{1,64}+)"
-_PASSWORD_KEYS = _endings("password", "passwd", "passphrase", "_pass", "_pwd", "psk",
-                          whole=("pass",))
-_AWS_SECRET_KEYS = _endings("secret access key", "aws secret key", "session token")
-_SECRET_KEYS = _endings(
-    "secret", "token", "api key", "access key", "secret key", "private key", "credential",
-    "credentials", "auth key", "signing key", "encryption key", "app key", "application key",
-    "master key", "client key", "account key", "subscription key", "license key", "sas key",
-    "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key", "mnemonic",
-    "seed phrase", "authtoken",
-)
-# Between key and value: an optional closing quote of a JSON/YAML key, then =, :, := or =>,
-# horizontal space only (an empty `password=` never swallows the next line).
-_ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
-# Where a bare value ends.
-_BARE_END = r"(?=[\s\"'`&,;<>)\]}]|$)"
-# What is not a literal secret, even after a secret-named key:
-#   a reference ($VAR, ${VAR}, $(cmd), %VAR%, {{ template }}), a placeholder (<your-token>,
-#   xxxx, ****, ...), and - unquoted only - code: a call or subscript (os.environ[...],
-#   getenv(...)), a dotted name (settings.API_TOKEN), a CONSTANT_NAME, a type annotation
-#   (password: str, token: Optional[str]), or the `=` of a comparison.
-_REFERENCE = r"(?:\$|%[A-Za-z_]\w{0,60}%|\{\{|<[^<>\n]{1,60}>)"
-_PLACEHOLDER = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|…)"
-# The same, for a URL's password: `user:password@`, `user:$PASS@`, `user:<pw>@` are examples.
-_URL_PLACEHOLDER = (
-    r"(?!(?:\$\{?\w{1,60}\}?|<[^<>@\s]{1,60}>|x{3,}|X{3,}|\*{3,}|(?i:password|passwd|pass|pw|secret))@)"
-)
-_CODE = (
-    r"(?:[A-Za-z_]\w{0,60}(?:\.[A-Za-z_]\w{0,60}){0,8}(?:\((?-i:[\"')a-z_])|\[[\"'])"
-    r"|[A-Za-z_]\w{0,60}(?:\.[A-Za-z_]\w{0,60}){1,8}" + _BARE_END
-    + r"|(?-i:[A-Z]{1,30}(?:_[A-Z]{1,30}){1,8})" + _BARE_END
-    + r"|(?-i:str|bytes|int|float|bool|string|number|boolean|SecretStr|SecretBytes|Optional"
-    r"|Union|Any|object|List|Dict|list|dict)" + _BARE_END
-    + r"|(?-i:Optional|Union|Literal|List|Dict|list|dict|Annotated)\[|=)"
-)
-_NOT_LITERAL_QUOTED = rf"(?!{_NOT_MARKER_BODY}|{_REFERENCE}|{_PLACEHOLDER}[\"'])"
-_NOT_LITERAL_BARE = (
-    rf"(?!{_NOT_MARKER_BODY}|{_REFERENCE}|{_PLACEHOLDER}{_BARE_END}|{_CODE}"
-    r"|(?:null|none|true|false|nil|undefined)\b"
-    r"|[{\[]|![A-Za-z])"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
-)
-# A value: double-quoted (JSON escapes allowed), single-quoted, or one bare word. A quote left
-# open (output cut mid-line) runs to the end of the line.
-_VALUE = (
-    r"(?:(?P<dq>\")" + _NOT_LITERAL_QUOTED + r"(?:[^\"\\\n]|\\.)+\"?"
-    r"|(?P<sq>')" + _NOT_LITERAL_QUOTED + r"[^'\n]+'?"
-    r"|" + _NOT_LITERAL_BARE + r"[^\s\"'`&,;<>]+)"
-)
-# Assignments keep a quoted value's quotes, so JSON and YAML stay well formed. (A group that did
-# not take part in the match substitutes as "".)
-_ASSIGNMENT_TEMPLATE = "\\g<key>\\g<sep>\\g<dq>\\g<sq>{marker}\\g<dq>\\g<sq>"
-
-
-def _assignment(endings: str, value: str = _VALUE) -> str:
-    return rf"{_KEY}{endings}(?P<sep>{_ASSIGN})(?P<value>{value})"
-
-
-# For `*_KEY=` in general: only a long value with a digit, so SORT_KEY=name stays.
-_RANDOM = r"(?=[A-Za-z0-9+/=_.:~-]{0,200}[0-9])[A-Za-z0-9+/=_.:~-]{16,}"
-_RANDOM_VALUE = (
-    rf"(?:(?P<dq>\"){_RANDOM}\"|(?P<sq>'){_RANDOM}'|{_NOT_LITERAL_BARE}{_RANDOM}{_BARE_END})"
-)
-# A credential on a command line: quoted, or one word.
-_CLI_VALUE = rf"{_NOT_MARKER}(?![\"']?\$)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'`&;|<>]+)"
-_CMD_ARGS = r"\b[^\n]{0,200}?[ \t]"  # the rest of a command line before the flag, bounded
 
 # A token starts where no identifier character precedes it, or (Telegram) right after `/bot` in an
 # API URL.
@@ -200,7 +117,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "password in a database URL (postgres, postgresql, mysql, mariadb, mongodb, "
         "mongodb+srv, redis, rediss, amqp); scheme, user and host kept",
         r"(?P<head>\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?)"
-        r"(?:\+[a-z0-9]+)?://[^\s:/@?#\[\]]*:)" + _NOT_MARKER + _URL_PLACEHOLDER
+        r"(?:\+[a-z0-9]+)?://[^\s:/@?#\[\]]*:)" + g.NOT_MARKER + g.URL_PLACEHOLDER
         + r"(?P<pw>[^\s/?#]+)@",
         "\\g<head>{marker}@",
         re.IGNORECASE,
@@ -210,8 +127,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "url_password",
         "password in any other URL (scheme://user:pass@host); scheme, user and host kept",
         r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s:/@?#\[\]]*:)"
-        + _NOT_MARKER
-        + _URL_PLACEHOLDER
+        + g.NOT_MARKER
+        + g.URL_PLACEHOLDER
         + r"(?P<pw>[^\s/?#]+)@",
         "\\g<head>{marker}@",
         needles=("://",),
@@ -221,7 +138,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "key or signature in an Azure connection string (AccountKey=, SharedAccessKey=, "
         "SharedAccessSignature=); the other parts kept",
         r"(?P<head>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|SharedSecret)"
-        r"[ \t]*=[ \t]*)" + _NOT_MARKER + r"[^;\s\"'<>]+",
+        r"[ \t]*=[ \t]*)" + g.NOT_MARKER + r"[^;\s\"'<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
         needles=("accountkey", "sharedaccess", "sharedsecret"),
@@ -229,7 +146,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "connection_password",
         "password in a key=value connection string spelled Pwd= (`Server=db;Uid=app;Pwd=...`)",
-        r"(?P<head>;[ \t]*pwd[ \t]*=[ \t]*)" + _NOT_MARKER + r"[^;\n\"']+",
+        r"(?P<head>;[ \t]*pwd[ \t]*=[ \t]*)" + g.NOT_MARKER + r"[^;\n\"']+",
         "\\g<head>{marker}",
         re.IGNORECASE,
         needles=("pwd",),
@@ -238,8 +155,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "aws_secret_key",
         "AWS secret access key or session token after its key name "
         '(aws_secret_access_key=..., "SecretAccessKey": "...", aws_session_token: ...)',
-        _assignment(_AWS_SECRET_KEYS),
-        _ASSIGNMENT_TEMPLATE,
+        g.assignment(g.AWS_SECRET_KEYS),
+        g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("access", "secret", "session"),
     ),
@@ -254,8 +171,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "Authorization header or field value; a scheme word in front (Bearer, Basic, Token, "
         "SSWS, Digest, ...) is kept",
         r"(?P<head>\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
-        r"(?>(?:[A-Za-z][A-Za-z0-9_-]{1,30}[ \t]+)?))" + _NOT_MARKER + r"(?!\$|\{|<)"
-        + rf"(?!{_PLACEHOLDER}|(?-i:[A-Z]{{1,30}}(?:_[A-Z]{{1,30}}){{1,8}}){_BARE_END})"
+        r"(?>(?:[A-Za-z][A-Za-z0-9_-]{1,30}[ \t]+)?))" + g.NOT_MARKER + r"(?!\$|\{|<)"
+        + rf"(?!{g.PLACEHOLDER}|(?-i:[A-Z]{{1,30}}(?:_[A-Z]{{1,30}}){{1,8}}){g.BARE_END})"
         r"(?:[\w-]{1,30}=\"[^\"\n]{1,500}\"|[^\s\"',;]{6,})",
         "\\g<head>{marker}",
         re.IGNORECASE,
@@ -264,7 +181,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "cookie",
         "Cookie or Set-Cookie header value (session ids are credentials)",
-        r"(?P<head>\b(?:set-)?cookie:[ \t]*)" + _NOT_MARKER + r"(?=[^\n\"']{0,200}=)"
+        r"(?P<head>\b(?:set-)?cookie:[ \t]*)" + g.NOT_MARKER + r"(?=[^\n\"']{0,200}=)"
         r"[^\n\"']+",
         "\\g<head>{marker}",
         re.IGNORECASE,
@@ -274,7 +191,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "url_signature",
         "signature or credential in a URL query (sig=, signature=, X-Amz-Signature=, ...)",
         r"(?P<head>[?&](?:sig|signature|x-amz-signature|x-amz-credential|x-goog-signature)=)"
-        + _NOT_MARKER
+        + g.NOT_MARKER
         + r"[^&\s#\"'<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
@@ -288,26 +205,26 @@ PATTERNS: tuple[Pattern, ...] = (
         "aws configure set aws_secret_access_key V, ngrok authtoken V, "
         "openssl -passin pass:V",
         r"(?P<head>(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)"
-        + _CMD_ARGS + r"-p(?=[^\s-])"
-        r"|\bsshpass" + _CMD_ARGS + r"-p"
+        + g.CMD_ARGS + r"-p(?=[^\s-])"
+        r"|\bsshpass" + g.CMD_ARGS + r"-p"
         r"|\b(?:docker|podman|buildah|skopeo|nerdctl|oras|crane|helm(?:[ \t]+registry)?)"
-        r"[ \t]+login" + _CMD_ARGS + r"-p(?=[ \t])"
-        r"|\btwine" + _CMD_ARGS + r"-p(?=[ \t])"
-        r"|\bredis-cli" + _CMD_ARGS + r"-a(?=[ \t])"
-        r"|\b(?:curl|wget|http)" + _CMD_ARGS + r"(?:-u|--user|--proxy-user)[ \t=]+['\"]?"
+        r"[ \t]+login" + g.CMD_ARGS + r"-p(?=[ \t])"
+        r"|\btwine" + g.CMD_ARGS + r"-p(?=[ \t])"
+        r"|\bredis-cli" + g.CMD_ARGS + r"-a(?=[ \t])"
+        r"|\b(?:curl|wget|http)" + g.CMD_ARGS + r"(?:-u|--user|--proxy-user)[ \t=]+['\"]?"
         r"[^\s:'\"]{0,100}:"
-        r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)" + _CMD_ARGS
+        r"|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)" + g.CMD_ARGS
         + r"-p(?=[ \t])"
-        r"|\b(?:sqlcmd|bcp)" + _CMD_ARGS + r"-P(?=[ \t])"
-        r"|\bldap(?:search|add|modify|delete|passwd|whoami)" + _CMD_ARGS + r"-w(?=[ \t])"
-        r"|\b(?:7z|7za|7zr)" + _CMD_ARGS + r"-p(?=[^\s-])"
-        r"|\b(?:zip|unzip)" + _CMD_ARGS + r"-P(?=[ \t])"
-        r"|\b(?:keytool|jarsigner)" + _CMD_ARGS
+        r"|\b(?:sqlcmd|bcp)" + g.CMD_ARGS + r"-P(?=[ \t])"
+        r"|\bldap(?:search|add|modify|delete|passwd|whoami)" + g.CMD_ARGS + r"-w(?=[ \t])"
+        r"|\b(?:7z|7za|7zr)" + g.CMD_ARGS + r"-p(?=[^\s-])"
+        r"|\b(?:zip|unzip)" + g.CMD_ARGS + r"-P(?=[ \t])"
+        r"|\b(?:keytool|jarsigner)" + g.CMD_ARGS
         + r"-(?:store|key|srcstore|deststore|srckey|destkey)pass(?=[ \t])"
         r"|\baws[ \t]+configure[ \t]+set[ \t]+(?:aws_secret_access_key|aws_session_token)"
         r"(?=[ \t])"
         r"|\bngrok(?:[ \t]+config[ \t]+add-authtoken|[ \t]+authtoken)(?=[ \t])"
-        r"|-pass(?:in|out)?[ \t]+pass:)[ \t]*)" + _CLI_VALUE,
+        r"|-pass(?:in|out)?[ \t]+pass:)[ \t]*)" + g.CLI_VALUE,
         "\\g<head>{marker}",
         needles=("mysql", "mariadb", "sshpass", "login", "twine", "redis-cli", "curl", "wget",
                  "http", "mongo", "sqlcmd", "bcp", "ldap", "7z", "zip", "keytool", "jarsigner",
@@ -317,7 +234,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "netrc_password",
         "password in a .netrc entry (machine HOST login USER password VALUE)",
         r"(?P<head>\b(?:machine[ \t\r\n]+\S{1,256}|default)[ \t\r\n]+login[ \t\r\n]+\S{1,256}"
-        r"[ \t\r\n]+password[ \t\r\n]+)" + _NOT_MARKER + r"\S+",
+        r"[ \t\r\n]+password[ \t\r\n]+)" + g.NOT_MARKER + r"\S+",
         "\\g<head>{marker}",
         needles=("machine", "default"),
     ),
@@ -327,7 +244,7 @@ PATTERNS: tuple[Pattern, ...] = (
         'apiKey or token element; key="ClearTextPassword" value="...")',
         r"(?P<head><(?P<tag>[\w.-]{0,40}(?:password|passwd|secret|token|api[_-]?key|apikey"
         r"|access[_-]?key|private[_-]?key))>|\bkey=\"[\w.-]{0,40}(?:password|secret|token"
-        r"|api[_-]?key|apikey)\"[ \t]+value=\")" + _NOT_MARKER + r"(?!\$\{|\{)[^<\"\n]{1,500}"
+        r"|api[_-]?key|apikey)\"[ \t]+value=\")" + g.NOT_MARKER + r"(?!\$\{|\{)[^<\"\n]{1,500}"
         r"(?=</|\")",
         "\\g<head>{marker}",
         re.IGNORECASE,
@@ -344,8 +261,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "password",
         'value after a password-named key: password=, DB_PASSWORD: , "passwd": "...", '
         "passphrase=, SMTP_PASS=, DB_PWD=; covers key=value DSNs such as `host=db password=...`",
-        _assignment(_PASSWORD_KEYS),
-        _ASSIGNMENT_TEMPLATE,
+        g.assignment(g.PASSWORD_KEYS),
+        g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("pass", "pwd", "psk"),
     ),
@@ -353,15 +270,16 @@ PATTERNS: tuple[Pattern, ...] = (
         "secret",
         "value after a secret-named key: token=, api_key=, client_secret: , "
         '"accessToken": "...", DD_APP_KEY=, private_key=, credentials=, "auth": "..."',
-        _assignment(_SECRET_KEYS),
-        _ASSIGNMENT_TEMPLATE,
+        g.assignment(g.SECRET_KEYS),
+        g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
     ),
     _p(
         "generic_key",
-        "long random value (16+ characters with a digit) after any other name ending _KEY or -KEY",
-        _assignment(_endings("_key", "-key"), _RANDOM_VALUE),
-        _ASSIGNMENT_TEMPLATE,
+        "long random value (16+ characters with a digit) after any other name ending _KEY or "
+        "-KEY",
+        g.assignment(g.endings("_key", "-key"), g.RANDOM_VALUE),
+        g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
     ),
     _p(
@@ -370,7 +288,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "--passphrase VALUE, --api-key VALUE",
         r"(?P<head>(?<!\S)(?:--?[A-Za-z0-9-]{0,40}"
         r"(?:password|passwd|passphrase|token|secret|api-?key)|--pass)[ \t]+)"
-        + _NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
+        + g.NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
     ),

@@ -7,7 +7,8 @@ name. The file-name fallback prefers the longest configured agent id, so hyphena
 
 Trust follows the author and nothing else (SPEC §3.2): `system` for the daemon's own author
 `engine`, `human` only for the authors the owner listed (`trust.human_authors`, by default the
-login name the daemon runs as), `agent` for everyone else. No front-matter key can change it.
+login name the daemon runs as: `App.human_authors()`), `agent` for everyone else. No
+front-matter key can change it.
 """
 
 from __future__ import annotations
@@ -63,14 +64,6 @@ def is_temporary(author: str, agents_config: Mapping[str, Mapping[str, Any]]) ->
 def has_notebook(author: str, agents_config: Mapping[str, Mapping[str, Any]]) -> bool:
     """Only configured, non-temporary agents get `knowledge/agents/<author>.md`."""
     return author in agents_config and not is_temporary(author, agents_config)
-
-
-def effective_human_authors(configured: Iterable[str], login_name: str) -> frozenset[str]:
-    """`trust.human_authors` as set, or the daemon user's login name when the list is empty."""
-    names = frozenset(name for name in configured if name)
-    if names:
-        return names
-    return frozenset([login_name]) if login_name else frozenset()
 
 
 def author_trust(author: str | None, human_authors: Iterable[str]) -> str:

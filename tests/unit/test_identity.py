@@ -6,7 +6,6 @@ import pytest
 
 from minionsd.consolidate.identity import (
     author_trust,
-    effective_human_authors,
     has_notebook,
     is_temporary,
     note_author,
@@ -86,7 +85,14 @@ def test_trust_follows_the_author_only():
     assert author_trust("engine", {"engine"}) == "system"  # the daemon's own voice
 
 
-def test_human_authors_default_to_the_login_name():
-    assert effective_human_authors([], "dev") == {"dev"}
-    assert effective_human_authors(["alice", "bob"], "dev") == {"alice", "bob"}
-    assert effective_human_authors([], "") == frozenset()
+def test_human_authors_default_to_the_login_name(tmp_path):
+    from minionsd import config as config_mod
+    from minionsd.app import App
+
+    def humans(tree, login):
+        cfg = config_mod.Config(tmp_path / "config.toml", tree, None)
+        return App(home=None, config=cfg, db=None, login_name=login).human_authors()
+
+    assert humans({}, "dev") == {"dev"}
+    assert humans({"trust": {"human_authors": ["alice", "bob"]}}, "dev") == {"alice", "bob"}
+    assert humans({}, "") == frozenset()
