@@ -172,7 +172,8 @@ PATTERNS: tuple[Pattern, ...] = (
         "SSWS, Digest, ...) is kept",
         r"(?P<head>\b(?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?"
         r"(?>(?:[A-Za-z][A-Za-z0-9_-]{1,30}[ \t]+)?))" + g.NOT_MARKER + r"(?!\$|\{|<)"
-        + rf"(?!{g.PLACEHOLDER}|(?-i:[A-Z]{{1,30}}(?:_[A-Z]{{1,30}}){{1,8}}){g.BARE_END})"
+        + rf"(?!{g.PLACEHOLDER}|(?-i:[A-Z]{{1,30}}(?:_[A-Z]{{1,30}}){{1,8}}){g.BARE_END}"
+        r"|(?-i:[a-z]{1,12}[ \t]+[a-z]))"  # prose: "authorization: users cannot log in"
         r"(?:[\w-]{1,30}=\"[^\"\n]{1,500}\"|[^\s\"',;]{6,})",
         "\\g<head>{marker}",
         re.IGNORECASE,

@@ -33,7 +33,8 @@ def endings(*words: str, whole: tuple[str, ...] = ()) -> str:
 
 # A key is one run of identifier characters (JSON/YAML/env/INI/CLI spellings alike), matched
 # possessively: it is never re-tried at a shorter length, which keeps the scan linear.
-KEY = r"(?P<key>(?<![\w.-])[\w.-]{1,64}+)"
+# (Not inside `${NAME:-default}`: that NAME is a variable, not a key.)
+KEY = r"(?P<key>(?<![\w.-])(?<!\$\{)[\w.-]{1,64}+)"
 PASSWORD_KEYS = endings("password", "passwd", "passphrase", "_pass", "_pwd", "psk",
                         whole=("pass",))
 AWS_SECRET_KEYS = endings("secret access key", "aws secret key", "session token")
@@ -68,11 +69,17 @@ CODE = (
     r"|Union|Any|object|List|Dict|list|dict)" + BARE_END
     + r"|(?-i:Optional|Union|Literal|List|Dict|list|dict|Annotated)\[|=)"
 )
-NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"'])"
+# A quoted "value" that starts with `)`, `,` ... is the end of a string holding the key
+# (`input('Password: ')`), not a value.
+NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|[)\]}},;])"
+# After a colon, a lower-case word followed by another is prose ("the API token: see the
+# vault"), not a YAML value.
+PROSE = r"(?:(?<=:)|(?<=:[ \t]))(?-i:[a-z]{1,12}[ \t]+\w)"
 NOT_LITERAL_BARE = (
     rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
     r"|(?:null|none|true|false|nil|undefined)\b"
-    r"|[{\[]|![A-Za-z])"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
+    r"|[{\[]|![A-Za-z]"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
+    rf"|{PROSE})"
 )
 # A value: double-quoted (JSON escapes allowed), single-quoted, or one bare word. A quote left
 # open (output cut mid-line) runs to the end of the line.
