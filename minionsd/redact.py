@@ -262,7 +262,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "password",
         'value after a password-named key: password=, DB_PASSWORD: , "passwd": "...", '
         "passphrase=, SMTP_PASS=, DB_PWD=; covers key=value DSNs such as `host=db password=...`",
-        g.assignment(g.PASSWORD_KEYS),
+        g.assignment(g.PASSWORD_KEYS, g.PASSWORD_VALUE),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("pass", "pwd", "psk"),

@@ -75,18 +75,25 @@ NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|[)\]
 # After a colon, a lower-case word followed by another is prose ("the API token: see the
 # vault"), not a YAML value.
 PROSE = r"(?:(?<=:)|(?<=:[ \t]))(?-i:[a-z]{1,12}[ \t]+\w)"
-NOT_LITERAL_BARE = (
-    rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
+_NOT_LITERAL = (
+    rf"{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
     r"|(?:null|none|true|false|nil|undefined)\b"
     r"|[{\[]|![A-Za-z]"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
-    rf"|{PROSE})"
 )
+NOT_LITERAL_BARE = rf"(?!{_NOT_LITERAL}|{PROSE})"
 # A value: double-quoted (JSON escapes allowed), single-quoted, or one bare word. A quote left
 # open (output cut mid-line) runs to the end of the line.
-VALUE = (
-    r"(?:(?P<dq>\")" + NOT_LITERAL_QUOTED + r"(?:[^\"\\\n]|\\.)+\"?"
+_WORD = r"[^\s\"'`&,;<>]+"
+_QUOTED = (
+    r"(?P<dq>\")" + NOT_LITERAL_QUOTED + r"(?:[^\"\\\n]|\\.)+\"?"
     r"|(?P<sq>')" + NOT_LITERAL_QUOTED + r"[^'\n]+'?"
-    r"|" + NOT_LITERAL_BARE + r"[^\s\"'`&,;<>]+)"
+)
+VALUE = rf"(?:{_QUOTED}|{NOT_LITERAL_BARE}{_WORD})"
+# A password after a colon is a YAML plain scalar: it runs to the end of the line (before a
+# ` #` comment), so `passphrase: correct horse battery staple` goes whole. No prose rule here.
+PASSWORD_VALUE = (
+    rf"(?:{_QUOTED}|(?!{_NOT_LITERAL})"
+    rf"(?:(?:(?<=:)|(?<=:[ \t])){_WORD}(?:[ \t]+(?!#){_WORD})*|{_WORD}))"
 )
 # Assignments keep a quoted value's quotes, so JSON and YAML stay well formed. (A group that did
 # not take part in the match substitutes as "".)
