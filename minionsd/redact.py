@@ -278,8 +278,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _p(
         "generic_key",
         "long random value (16+ characters with a digit) after any other name ending _KEY or "
-        "-KEY",
-        g.assignment(g.endings("_key", "-key"), g.RANDOM_VALUE),
+        "-KEY, except names of data keys (CACHE_KEY, SORT_KEY, IDEMPOTENCY_KEY, S3_KEY, ...)",
+        g.assignment(g.OTHER_KEYS, g.RANDOM_VALUE),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
     ),

@@ -105,7 +105,17 @@ def assignment(key_endings: str, value: str = VALUE) -> str:
     return rf"{KEY}{key_endings}(?P<sep>{ASSIGN})(?P<value>{value})"
 
 
-# For `*_KEY=` in general: only a long value with a digit, so SORT_KEY=name stays.
+# Any other `*_KEY` / `*-KEY` name, except the ones that name data rather than a credential
+# (a cache key, a sort or partition key, an idempotency key, an object key in a bucket...).
+_DATA_KEYS = (
+    "cache", "sort", "partition", "primary", "foreign", "idempotency", "public", "routing",
+    "shard", "lookup", "group", "hash", "row", "object", "s3", "bucket", "translation",
+    "i18n", "dedup", "dedupe", "unique", "composite", "range", "index", "map", "dict",
+    "metric", "label",
+)
+OTHER_KEYS = endings("_key", "-key") + "".join(
+    f"(?<!{word}{sep}key)" for word in _DATA_KEYS for sep in ("_", "-"))
+# For such a key: only a long value with a digit, so SORT_KEY=name stays.
 RANDOM = r"(?=[A-Za-z0-9+/=_.:~-]{0,200}[0-9])[A-Za-z0-9+/=_.:~-]{16,}"
 RANDOM_VALUE = (
     rf"(?:(?P<dq>\"){RANDOM}\"|(?P<sq>'){RANDOM}'|{NOT_LITERAL_BARE}{RANDOM}{BARE_END})"
