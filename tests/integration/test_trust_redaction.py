@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import wait_for
 from tests.integration.test_consolidation import archived, drop, home_with, note
 
@@ -185,3 +187,37 @@ def test_corpus_sample_through_episode_capture(make_daemon, short_home):
         assert f"[REDACTED:{case.kind}]" in body
     for line, text in near_sample:
         assert text.strip() in captured_body(text, 10_000 + line)
+
+
+@pytest.mark.parametrize("crash_at", ["kb:2", "notebook:1", "sql:1", "archive:2"])
+def test_redaction_survives_a_crash_and_redo(make_daemon, short_home, crash_at):
+    """kill -9 mid-batch, restart: the redo derives the same redacted text (one KB entry per
+    note, no secret anywhere derived) and the archive keeps the originals."""
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text(
+        "[engine]\ninbox_settle_ms = 0\nauto_consolidate_memory = false\n"
+        "[agents.dallas]\nname = \"Dallas\"\n")
+    inbox = short_home / "notes" / "inbox"
+    tokens = [f"ghp_{i}R8fKq2ZtLw91XbNc4VyH7eJm3UaP0sDgQ6i" for i in range(3)]
+    for i, token in enumerate(tokens):
+        drop(inbox, f"dallas-deploy-{i}.md",
+             note(f"Deploy {i}", f"parsnip{i} release used GITHUB_TOKEN={token} today",
+                  agent="dallas"), age_s=30 - i)
+    doomed = make_daemon(env={"MINIONS_TEST_CRASH_AT": crash_at})
+    with pytest.raises(Exception):  # noqa: B017 - the daemon dies mid-call
+        doomed.call("consolidation.run", force=True)
+    doomed.proc.wait(10)
+    daemon = make_daemon()
+    wait_for(lambda: daemon.call("consolidation.run", force=True)["mode"] == "nothing",
+             what="batch redone")
+    derived = _all_text(short_home / "knowledge") | {"notes.md": (short_home / "notes.md")
+                                                    .read_text()}
+    kb = [k for k in derived if not k.startswith("agents")]
+    assert len(kb) == 4  # three entries + notes.md
+    archive = _all_text(short_home / "notes" / "archive")
+    for i, token in enumerate(tokens):
+        found = daemon.call("memory.search", query=f"parsnip{i}")
+        assert found["total"] == 1
+        assert token not in json.dumps(found)
+        assert all(token not in text for text in derived.values())
+        assert sum(token in text for text in archive.values()) == 1
