@@ -12,13 +12,14 @@ from minionsd.threads import run_in_daemon_thread
 class KnowledgeSurface(Surface):
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
-        path, text, fields = knowledge.prepare_entry(self.app.home, params, now)
+        humans = self.app.human_authors()
+        path, text, fields = knowledge.prepare_entry(self.app.home, params, now, humans)
         while True:
             try:
                 knowledge.write_entry(path, text)
                 break
             except FileExistsError:
-                path, text, fields = knowledge.prepare_entry(self.app.home, params, now)
+                path, text, fields = knowledge.prepare_entry(self.app.home, params, now, humans)
         rel = self.app.home.rel(path)
         record_id = self.app.db.write_blocking(knowledge.insert_record, rel, text, fields, now)
         return {"path": rel, "record_id": record_id}
