@@ -19,7 +19,6 @@ from typing import Any
 from minionsd import records
 from minionsd.clock import date_stamp, iso
 from minionsd.consolidate import classify
-from minionsd.consolidate.identity import author_trust
 from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import create_new_text
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
@@ -42,13 +41,13 @@ def _check_str(value: object, name: str, max_len: int) -> str:
     return value
 
 
-def prepare_entry(home: Home, params: Mapping[str, Any], now: datetime,
-                  human_authors: frozenset[str] = frozenset()) -> tuple[Path, str,
-                                                                        dict[str, Any]]:
+def prepare_entry(home: Home, params: Mapping[str, Any],
+                  now: datetime) -> tuple[Path, str, dict[str, Any]]:
     """Validate knowledge.create params; (target path, file text, record fields).
 
-    The record's trust follows the author (`human` only for `human_authors`), and the title
-    and body are redacted before anything is written (the entry is derived text too).
+    Direct authoring makes a `human`-trust record (SPEC §3.6): like memory.add, it is the API
+    of whoever holds the socket, and the MCP server offers agents no way to it. The title and
+    body are redacted before anything is written (the entry is derived text too).
     """
     category = params.get("category")
     directory = home.category_dir(category if isinstance(category, str) else "")
@@ -73,7 +72,7 @@ def prepare_entry(home: Home, params: Mapping[str, Any], now: datetime,
         meta["tags"] = tags
     heading = "" if first_heading(body) else f"# {title}\n\n"
     text = render_note(meta, heading + body.rstrip("\n") + "\n")
-    fields = record_fields(rel, text, trust=author_trust(author, human_authors), author=author)
+    fields = record_fields(rel, text, trust="human", author=author)
     return home.root / rel, text, fields
 
 

@@ -12,14 +12,13 @@ from minionsd.threads import run_in_daemon_thread
 class KnowledgeSurface(Surface):
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
-        humans = self.app.human_authors()
-        path, text, fields = knowledge.prepare_entry(self.app.home, params, now, humans)
+        path, text, fields = knowledge.prepare_entry(self.app.home, params, now)
         while True:
             try:
                 knowledge.write_entry(path, text)
                 break
             except FileExistsError:
-                path, text, fields = knowledge.prepare_entry(self.app.home, params, now, humans)
+                path, text, fields = knowledge.prepare_entry(self.app.home, params, now)
         rel = self.app.home.rel(path)
         record_id = self.app.db.write_blocking(knowledge.insert_record, rel, text, fields, now)
         return {"path": rel, "record_id": record_id}

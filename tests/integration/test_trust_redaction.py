@@ -69,13 +69,14 @@ def test_trust_follows_the_author_only(make_daemon, short_home):
     assert _trusts(daemon, "zucchini")["mallory"] == "agent"
     assert _trusts(daemon, "zucchini")[me] == "human"
 
-    # knowledge.create and hand-added KB files follow the same author rule.
+    # knowledge.create is direct authoring: human trust whoever it names (SPEC §3.6);
+    # hand-added KB files follow the author rule.
     made = daemon.call("knowledge.create", category="conventions", title="Parsnip rule",
                        body="parsnip by alice", author="alice")
     other = daemon.call("knowledge.create", category="conventions", title="Parsnip two",
                         body="parsnip by an agent", author="codex-3")
     assert daemon.call("memory.get", id=made["record_id"])["trust"] == "human"
-    assert daemon.call("memory.get", id=other["record_id"])["trust"] == "agent"
+    assert daemon.call("memory.get", id=other["record_id"])["trust"] == "human"
     conventions = home / "knowledge" / "conventions"
     (conventions / "hand-alice.md").write_text("---\nauthor: alice\n---\n# Okra\n\nokra one\n")
     (conventions / "hand-anon.md").write_text("---\ntrust: human\n---\n# Okra\n\nokra two\n")
