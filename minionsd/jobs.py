@@ -25,6 +25,7 @@ from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal, notebooks
+from minionsd.consolidate.identity import author_trust, declared_author
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
@@ -310,7 +311,9 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
     if previous is not None and previous[0] == digest:
         report["unchanged"] += 1
         return
-    fields = knowledge.record_fields(rel, text, trust="human", author=None)
+    # A hand-added file is rated by the author its front matter names, like an inbox note.
+    trust = author_trust(declared_author(meta), app.human_authors())
+    fields = knowledge.record_fields(rel, text, trust=trust, author=None)
 
     def sync(conn: Any) -> str:
         record_id = previous[1] if previous else None
