@@ -523,16 +523,29 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         print(f"minionsctl: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except DaemonUnavailable:
-        print(f"minionsctl: minionsd is not running (no answer on {client.socket_path}).\n"
-              f"Start it with: minionsd --home {_home(args)}   (or scripts/run, or "
-              "systemctl --user start minionsd)", file=sys.stderr)
+    except DaemonUnavailable as exc:
+        how = (f"minionsd --home {_home(args)}   (or scripts/run, or "
+               "systemctl --user start minionsd)")
+        if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
+            # Connecting failed: nothing listens there, so the request never left.
+            print(f"minionsctl: minionsd is not running (no answer on {client.socket_path})."
+                  f"\nStart it with: {how}", file=sys.stderr)
+        else:
+            print(f"minionsctl: minionsd went away before answering ({exc}); the request may "
+                  "or may not have been carried out. The daemon's log says why it stopped; "
+                  f"`minionsctl status` shows whether it is back.\nTo start it again: {how}",
+                  file=sys.stderr)
         return EXIT_UNREACHABLE
     except RpcError as exc:
         print(f"minionsctl: {exc.message}: {exc.detail or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        print(f"minionsctl: lost the connection to minionsd: {exc}", file=sys.stderr)
+    except TimeoutError as exc:
+        print(f"minionsctl: {exc}; minionsd is busy or hung, and the request may still "
+              "complete", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except OSError as exc:
+        print(f"minionsctl: cannot talk to minionsd on {client.socket_path}: {exc}",
+              file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         print("minionsctl: interrupted (a job already sent keeps running in the daemon)",
