@@ -97,9 +97,21 @@ def _socket(args: argparse.Namespace) -> Path:
     return Path(args.socket).expanduser() if args.socket else socket_for_home(_home(args))
 
 
+def _read_stdin() -> str:
+    """Standard input as strict UTF-8 (a leading BOM dropped), whatever the locale says:
+    bytes that are not UTF-8 are refused, never replaced."""
+    raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not valid UTF-8 ({exc.reason} at byte "
+                         f"{exc.start}); convert it first, e.g. iconv -f latin1 -t utf-8"
+                         ) from None
+
+
 def _read_input(source: str) -> str:
     if source == "-":
-        return sys.stdin.read()
+        return _read_stdin()
     try:
         return Path(source).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -279,7 +291,7 @@ def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
     body = args.text
     if body == "-":
-        body = sys.stdin.read()
+        body = _read_stdin()
         if not body.strip():
             raise UsageError("note -: standard input was empty; pipe the note's text in, "
                              "e.g. printf 'text' | minionsctl note -")

@@ -5,6 +5,7 @@ all through the real daemon, its socket, its files and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -304,3 +305,23 @@ def test_retention_prunes_finished_batches_and_submissions_by_age(clocked):
     assert d.call("memory.search", query="compiler version")["total"] == 1
     fresh_again = d.call("inbox.submit", body="A note of the new day.", author="dallas")
     assert fresh_again == fresh | {"duplicate": True}
+
+
+def test_cli_note_dash_refuses_stdin_that_is_not_utf8(quiet):
+    """A Latin-1 body is refused with the byte named, whatever the locale: never a
+    traceback (strict locales) and never a note silently rewritten with U+FFFD (C.UTF-8)."""
+    home = quiet.home
+    for io_encoding in ("utf-8:strict", "utf-8:surrogateescape"):
+        out = subprocess.run(
+            [sys.executable, "-m", "minionsd.cli", "--home", str(home), "note", "-",
+             "--author", "dallas"], input="caf\xe9 au lait\n".encode("latin-1"),
+            capture_output=True, cwd=REPO, timeout=60,
+            env={**os.environ, "PYTHONIOENCODING": io_encoding})
+        stderr = out.stderr.decode()
+        assert out.returncode == 2, stderr
+        assert "not valid UTF-8" in stderr and "byte 3" in stderr
+        assert "Traceback" not in stderr
+    assert list((home / "notes" / "inbox").glob("*.md")) == []
+    bom = ctl(home, "--json", "note", "-", "--author", "dallas", stdin="\ufeffwith a BOM\n")
+    assert bom.returncode == 0, bom.stderr
+    assert parse_note((home / json.loads(bom.stdout)["path"]).read_text())[1] == "with a BOM\n"
