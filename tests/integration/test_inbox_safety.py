@@ -325,3 +325,19 @@ def test_cli_note_dash_refuses_stdin_that_is_not_utf8(quiet):
     bom = ctl(home, "--json", "note", "-", "--author", "dallas", stdin="\ufeffwith a BOM\n")
     assert bom.returncode == 0, bom.stderr
     assert parse_note((home / json.loads(bom.stdout)["path"]).read_text())[1] == "with a BOM\n"
+
+
+def test_unquoted_colon_beside_empty_values_tabs_and_comments_is_consolidated(quiet):
+    """An agent's block with an unquoted colon and an empty `project:`, a tab after a colon
+    and a comment line is read, not quarantined; the empty key is ignored with a warning."""
+    d = quiet
+    (d.home / "notes" / "inbox" / "dallas-storm.md").write_text(
+        "---\r\n# written by the build agent\r\nagent:\tdallas\r\ntitle: Fix: retry storm\r\n"
+        "project:\r\ntags:\r\n---\r\n\r\nBack off exponentially when the queue answers 429.\r\n")
+    result = d.call("consolidation.run", force=True)
+    assert len(result["archived"]) == 1 and result["archived"][0].endswith("dallas-storm.md")
+    assert not (d.home / "notes" / "quarantine").exists() or \
+        list((d.home / "notes" / "quarantine").iterdir()) == []
+    found = d.call("memory.search", query="back off exponentially")["records"]
+    assert [(r["title"], r["author"]) for r in found] == [("Fix: retry storm", "dallas")]
+    assert "'project' ignored" in d.log()
