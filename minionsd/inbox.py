@@ -26,7 +26,7 @@ from minionsd.clock import date_stamp, iso
 from minionsd.consolidate.breaker import content_hash
 from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
-from minionsd.fileio import atomic_write_text
+from minionsd.fileio import atomic_write_text, fit_name
 from minionsd.home import Home
 from minionsd.markdown import (
     FrontMatterError,
@@ -37,6 +37,7 @@ from minionsd.markdown import (
     render_note,
     safe_slug,
 )
+from minionsd.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
 
 log = structlog.get_logger()
 
@@ -173,10 +174,14 @@ class Inbox:
         source = self.home.inbox / name
         target_dir = self.home.quarantine
         target_dir.mkdir(parents=True, exist_ok=True)
-        target = target_dir / name
+        # Short enough that `<target>.reason.txt` is still a legal file name; the reason
+        # file names the original.
+        stem, suffix = Path(name).stem, Path(name).suffix
+        target = target_dir / fit_name(stem, suffix, QUARANTINE_NAME_MAX_BYTES)
         counter = 2
         while target.exists() or target.is_symlink():
-            target = target_dir / f"{Path(name).stem}-{counter}{Path(name).suffix}"
+            target = target_dir / fit_name(stem, f"-{counter}{suffix}",
+                                           QUARANTINE_NAME_MAX_BYTES)
             counter += 1
         try:
             os.rename(source, target)
@@ -185,8 +190,12 @@ class Inbox:
         except OSError as exc:
             log.error("inbox.quarantine_failed", name=name, error=str(exc))
             return None
-        atomic_write_text(target.with_name(target.name + ".reason.txt"),
-                          f"{name}: {reason}\n")
+        try:
+            atomic_write_text(target.with_name(target.name + REASON_SUFFIX),
+                              f"{name}: {reason}\n")
+        except OSError as exc:  # the file is out of the inbox either way; say why here
+            log.error("inbox.quarantine_reason_failed", name=name, reason=reason,
+                      error=str(exc))
         self._cache.pop(name, None)
         log.warning("inbox.quarantined", name=name, reason=reason, path=str(target))
         return target

@@ -341,3 +341,33 @@ def test_unquoted_colon_beside_empty_values_tabs_and_comments_is_consolidated(qu
     found = d.call("memory.search", query="back off exponentially")["records"]
     assert [(r["title"], r["author"]) for r in found] == [("Fix: retry storm", "dallas")]
     assert "'project' ignored" in d.log()
+
+
+def test_bad_files_with_long_names_are_quarantined_and_can_be_requeued(quiet):
+    """A bad file with a name near the 255-byte limit is quarantined with its reason (under a
+    name short enough for `.reason.txt` beside it) without failing the scan, and any name a
+    file can have comes back with inbox.requeue, under a free name that still fits."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    long_name = "dallas-" + "b" * 240 + ".md"  # 250 bytes
+    (inbox / long_name).write_bytes(b"caf\xe9 latin-1\n")
+    d.call("maintenance.run", job="rescan")
+    [listed] = d.call("inbox.list", quarantined=True)["quarantined"]
+    assert listed["name"].startswith("dallas-bbbb") and listed["name"].endswith(".md")
+    assert "not valid UTF-8" in listed["reason"]
+    reason = quarantine / (listed["name"] + ".reason.txt")
+    assert reason.read_text().startswith(long_name + ": ")
+    assert d.call("status")["inbox"]["quarantined"] == 1
+
+    by_hand = "carol-" + "c" * 241 + ".md"  # 250 bytes, put there by a person
+    (quarantine / by_hand).write_text("moved here by hand\n")
+    (inbox / by_hand).write_text("---\nhold: true\n---\nanother note under that name\n")
+    moved = d.call("inbox.requeue", name=by_hand)
+    assert moved["name"] != by_hand and len(moved["name"].encode()) <= 255
+    assert (inbox / moved["name"]).read_text() == "moved here by hand\n"
+    assert (inbox / by_hand).read_text().endswith("another note under that name\n")
+    (quarantine / listed["name"]).write_text("caf\u00e9 fixed\n")
+    assert ctl(d.home, "inbox", "requeue", listed["name"]).returncode == 0
+    assert d.call("inbox.list", quarantined=True)["quarantined"] == []
+    too_long = ctl(d.home, "inbox", "requeue", "c" * 256 + ".md")
+    assert too_long.returncode == 1 and "255 bytes" in too_long.stderr
