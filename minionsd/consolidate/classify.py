@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from minionsd.fileio import fit_name
 from minionsd.markdown import (
     check_note_types,
     first_heading,
@@ -110,8 +111,10 @@ def render_entry(
 
 
 def archive_name(date: str, name: str) -> str:
-    """Archive file name for a processed inbox note, before collision handling."""
-    return f"{date}-{name}"
+    """Archive file name for a processed inbox note, before collision handling; cut to fit
+    the file system when the inbox name was already near its limit."""
+    stem, ext = os.path.splitext(name)
+    return fit_name(f"{date}-{stem}", ext)
 
 
 def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str:
@@ -124,6 +127,6 @@ def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str
     candidate = os.path.join(directory, name)
     n = 2
     while exists(candidate):
-        candidate = os.path.join(directory, f"{stem}-{n}{ext}")
+        candidate = os.path.join(directory, fit_name(stem, f"-{n}{ext}"))
         n += 1
     return candidate

@@ -371,3 +371,24 @@ def test_bad_files_with_long_names_are_quarantined_and_can_be_requeued(quiet):
     assert d.call("inbox.list", quarantined=True)["quarantined"] == []
     too_long = ctl(d.home, "inbox", "requeue", "c" * 256 + ".md")
     assert too_long.returncode == 1 and "255 bytes" in too_long.stderr
+
+
+def test_a_note_with_a_255_byte_name_is_consolidated_and_start_up_survives(quiet):
+    """The archive name adds the date to the inbox name; for a name near the file system's
+    255-byte limit that must still fit, or every consolidation run fails and the open batch
+    in the journal stops the daemon from starting again."""
+    d = quiet
+    inbox = d.home / "notes" / "inbox"
+    names = ["dallas-" + "v" * 245 + ".md", "dallas-" + "é" * 122 + ".md"]  # 255, 254 bytes
+    for n, name in enumerate(names):
+        (inbox / name).write_text(f"Zebra crossing note {n} with a very long file name.\n")
+    result = d.call("consolidation.run", force=True)
+    assert result["notes"] == 2 and list(inbox.glob("*.md")) == []
+    for rel in result["archived"]:
+        assert (d.home / rel).is_file() and len(rel.rsplit("/", 1)[1].encode()) <= 255
+    (inbox / names[0]).write_text("A second note under the same long name.\n")
+    again = d.call("consolidation.run", force=True)
+    assert again["notes"] == 1 and again["archived"][0] not in result["archived"]
+    assert d.stop() == 0
+    d.start()
+    assert d.call("status")["inbox"]["pending"] == 0
