@@ -53,6 +53,15 @@ def is_candidate_name(name: str) -> bool:
     return not name.endswith(_TEMP_SUFFIXES)
 
 
+def _is_utf8(name: str) -> bool:
+    """False for a name the file system gave as bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class InboxNote:
     name: str
@@ -112,6 +121,11 @@ class Inbox:
         try:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
+            return None
+        if not _is_utf8(entry.name):
+            # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
+            shown = os.fsencode(entry.name).decode("utf-8", "backslashreplace")
+            self.quarantine(entry.name, f"file name is not valid UTF-8 (it was {shown})")
             return None
         if stat.S_ISLNK(info.st_mode):
             self.quarantine(entry.name, "symlinks are not accepted in the inbox")
@@ -174,9 +188,12 @@ class Inbox:
         source = self.home.inbox / name
         target_dir = self.home.quarantine
         target_dir.mkdir(parents=True, exist_ok=True)
-        # Short enough that `<target>.reason.txt` is still a legal file name; the reason
-        # file names the original.
-        stem, suffix = Path(name).stem, Path(name).suffix
+        # A UTF-8 name (so it can be listed and requeued), short enough that
+        # `<target>.reason.txt` is still a legal file name; the reason file names the original.
+        raw_name = os.fsencode(name)
+        shown = raw_name.decode("utf-8", "backslashreplace")
+        readable = raw_name.decode("utf-8", "replace")
+        stem, suffix = Path(readable).stem, Path(readable).suffix
         target = target_dir / fit_name(stem, suffix, QUARANTINE_NAME_MAX_BYTES)
         counter = 2
         while target.exists() or target.is_symlink():
@@ -192,12 +209,12 @@ class Inbox:
             return None
         try:
             atomic_write_text(target.with_name(target.name + REASON_SUFFIX),
-                              f"{name}: {reason}\n")
+                              f"{shown}: {reason}\n")
         except OSError as exc:  # the file is out of the inbox either way; say why here
-            log.error("inbox.quarantine_reason_failed", name=name, reason=reason,
+            log.error("inbox.quarantine_reason_failed", name=shown, reason=reason,
                       error=str(exc))
         self._cache.pop(name, None)
-        log.warning("inbox.quarantined", name=name, reason=reason, path=str(target))
+        log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
         return target
 
 

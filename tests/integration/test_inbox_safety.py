@@ -392,3 +392,26 @@ def test_a_note_with_a_255_byte_name_is_consolidated_and_start_up_survives(quiet
     assert d.stop() == 0
     d.start()
     assert d.call("status")["inbox"]["pending"] == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_quarantined_under_a_readable_name(quiet):
+    """A file name that is not UTF-8 cannot be journalled (SQLite text is UTF-8): it used to
+    fail every consolidation run. It is quarantined under a UTF-8 name, with a reason naming
+    the original bytes, and can be requeued by that name; other notes go on."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    raw = os.path.join(os.fsencode(inbox), b"dallas-caf\xe9-notes.md")
+    with open(raw, "wb") as handle:
+        handle.write(b"Giraffes need tall fences.\n")
+    (inbox / "dallas-fine.md").write_text("Zebras need wide gates.\n")
+    result = d.call("consolidation.run", force=True)
+    assert [p.rsplit("/", 1)[1] for p in result["archived"]] == \
+        [result["archived"][0].rsplit("/", 1)[1]] and "dallas-fine" in result["archived"][0]
+    [listed] = d.call("inbox.list", quarantined=True)["quarantined"]
+    assert listed["name"] == "dallas-caf\ufffd-notes.md"
+    assert "file name is not valid UTF-8" in listed["reason"] and "\\xe9" in listed["reason"]
+    assert d.call("status")["inbox"]["quarantined"] == 1
+    assert ctl(d.home, "inbox", "requeue", listed["name"]).returncode == 0
+    again = d.call("consolidation.run", force=True)
+    assert again["notes"] == 1 and list(quarantine.iterdir()) == []
+    assert d.call("memory.search", query="giraffes tall fences")["total"] == 1
