@@ -343,8 +343,8 @@ def _fmt_inbox(result: dict[str, Any]) -> str:
     if "quarantined" in result:
         if not result["quarantined"]:
             return "quarantine is empty"
-        return "\n".join(f"{q['name']:<60} {q['at']}  {q['reason']}"
-                         for q in result["quarantined"])
+        return "\n".join(f"{q['name']:<60} {q['at']}  {' '.join(q['reason'].split())}"
+                         for q in result["quarantined"])  # one line per file
     if not result["notes"]:
         return "inbox is empty"
     return "\n".join(

@@ -211,6 +211,9 @@ def test_quarantine_is_counted_listed_and_requeued(quiet):
     assert "notes" in d.call("inbox.list") and "quarantined" not in d.call("inbox.list")
     shown = ctl(d.home, "inbox", "--quarantined")
     assert shown.returncode == 0 and "broken.md" in shown.stdout and "UTF-8" in shown.stdout
+    # One line per file, even for a reason (a YAML error) that spans several lines.
+    assert sorted(line.split()[0] for line in shown.stdout.splitlines()) == \
+        ["broken.md", "taken.md"]
 
     # Fixed in place, then requeued through the CLI.
     (quarantine / "broken.md").write_text("# Broken\n\nnow valid text\n")
