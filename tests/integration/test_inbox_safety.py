@@ -418,3 +418,20 @@ def test_a_file_name_that_is_not_utf8_is_quarantined_under_a_readable_name(quiet
     again = d.call("consolidation.run", force=True)
     assert again["notes"] == 1 and list(quarantine.iterdir()) == []
     assert d.call("memory.search", query="giraffes tall fences")["total"] == 1
+
+
+def test_submit_refuses_a_note_over_the_inbox_size_limit_instead_of_quarantining_it(
+        make_daemon, short_home):
+    """inbox.submit used to answer `written` for a note its own inbox then quarantined as too
+    large; the caller is told instead, with the limit, and nothing is written."""
+    _quiet_config(short_home)
+    (short_home / "config.toml").write_text(
+        (short_home / "config.toml").read_text() + "inbox_max_note_bytes = 2000\n")
+    d = make_daemon()
+    with pytest.raises(RpcError) as err:
+        d.call("inbox.submit", body="word " * 500, author="dallas", title="Too big")
+    assert err.value.code == -32602 and "inbox_max_note_bytes (2000)" in err.value.detail
+    out = ctl(d.home, "note", "-", "--author", "dallas", stdin="word " * 500)
+    assert out.returncode == 1 and "inbox_max_note_bytes" in out.stderr
+    assert list((d.home / "notes" / "inbox").iterdir()) == []
+    assert d.call("inbox.submit", body="small enough", author="dallas")["duplicate"] is False
