@@ -106,6 +106,10 @@ def _free_name(inbox: Path, name: str, taken: set[str]) -> str:
     return candidate
 
 
+# One requeue at a time: two moves of one file would both link it into the inbox.
+_REQUEUE_LOCK = threading.Lock()
+
+
 def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
     """Move quarantined `name` back into the inbox; returns the inbox name it got.
 
@@ -113,6 +117,11 @@ def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
     inbox.submit). The move is a hard link then an unlink, so an inbox file is never replaced.
     """
     name = check_name(name, "name", NAME_MAX_BYTES)  # any name a file can have
+    with _REQUEUE_LOCK:
+        return _requeue(directory, inbox, name, taken)
+
+
+def _requeue(directory: Path, inbox: Path, name: str, taken: set[str]) -> str:
     if name.endswith(REASON_SUFFIX):
         raise InvalidParams(f"{name!r} is a reason file; requeue the file it explains",
                             param="name")

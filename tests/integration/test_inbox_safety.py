@@ -435,3 +435,36 @@ def test_submit_refuses_a_note_over_the_inbox_size_limit_instead_of_quarantining
     assert out.returncode == 1 and "inbox_max_note_bytes" in out.stderr
     assert list((d.home / "notes" / "inbox").iterdir()) == []
     assert d.call("inbox.submit", body="small enough", author="dallas")["duplicate"] is False
+
+
+def test_concurrent_requeues_of_one_file_move_it_once(quiet):
+    """Two requeues of the same file used to both link it into the inbox (the note then
+    existed twice) and one of them failed with -32603; now one moves it, the others are
+    -32001."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    quarantine.mkdir(parents=True, exist_ok=True)
+    width, rounds = 8, 60
+    for r in range(rounds):
+        name = f"race-{r}.md"
+        (quarantine / name).write_text(f"---\nhold: true\n---\nrace {r}\n")
+        codes: list[object] = []
+        barrier = threading.Barrier(width)
+
+        def requeue(name: str = name, barrier: threading.Barrier = barrier) -> None:
+            with Client(d.socket, timeout=60) as client:
+                barrier.wait()
+                try:
+                    client.call("inbox.requeue", name=name)
+                    codes.append("moved")
+                except RpcError as exc:
+                    codes.append(exc.code)
+
+        threads = [threading.Thread(target=requeue) for _ in range(width)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        copies = sorted(p.name for p in inbox.glob(f"race-{r}*.md"))
+        assert copies == [name] and sorted(codes, key=str) == \
+            [-32001] * (width - 1) + ["moved"], (r, copies, codes)
