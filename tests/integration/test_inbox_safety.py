@@ -451,7 +451,8 @@ def test_concurrent_requeues_of_one_file_move_it_once(quiet):
         codes: list[object] = []
         barrier = threading.Barrier(width)
 
-        def requeue(name: str = name, barrier: threading.Barrier = barrier) -> None:
+        def requeue(name: str = name, barrier: threading.Barrier = barrier,
+                    codes: list[object] = codes) -> None:
             with Client(d.socket, timeout=60) as client:
                 barrier.wait()
                 try:
