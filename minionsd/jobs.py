@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
+from minionsd import ftsquery, knowledge, llm, records, submissions, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal, notebooks
@@ -384,9 +384,9 @@ def retention(app: App, now: datetime) -> Report:
 
 def _prune_journal(app: App, before: datetime) -> Report:
     batches, notes = app.db.write_blocking(journal.prune_finished, before)
-    submissions = app.db.write_blocking(inbox.prune_submissions, before)
+    pruned = app.db.write_blocking(submissions.prune_submissions, before)
     return {"batches_pruned": batches, "batch_notes_pruned": notes,
-            "submissions_pruned": submissions}
+            "submissions_pruned": pruned}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)

@@ -71,6 +71,13 @@ def names_in_open_batches(conn: sqlite3.Connection) -> set[str]:
            WHERE b.state = 'open' AND n.done = 0""")}
 
 
+def latest_content(conn: sqlite3.Connection, name: str) -> str | None:
+    """The text most recently journalled for a note called `name` (any batch), or None."""
+    row = conn.execute("SELECT content FROM batch_notes WHERE name = ? "
+                       "ORDER BY rowid DESC LIMIT 1", (name,)).fetchone()
+    return row[0] if row else None
+
+
 def set_digest(conn: sqlite3.Connection, batch_id: str, mode: str, digest: str | None) -> None:
     conn.execute("UPDATE batches SET mode = ?, digest = ? WHERE id = ? AND mode IS NULL",
                  (mode, digest, batch_id))
