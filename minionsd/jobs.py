@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
+from minionsd import ftsquery, kb_index, knowledge, llm, records, submissions, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal, notebooks
@@ -85,19 +85,8 @@ def _soft_delete(app: App, path: Path, reason: str, now: datetime) -> str:
     text = path.read_text(encoding="utf-8")
     create_new_text(target, f"<!-- swept: {iso(now)} | reason: {reason} -->\n{text}")
     path.unlink()
-    app.db.write_blocking(_forget_file, app.home.rel(path), f"swept: {reason}", now)
+    app.db.write_blocking(kb_index.forget_file, app.home.rel(path), f"swept: {reason}", now)
     return app.home.rel(target)
-
-
-def _forget_file(conn: Any, rel: str, reason: str, now: datetime) -> None:
-    """A swept file's record is retracted (SQL follows the file), and the link dropped."""
-    row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (rel,)).fetchone()
-    conn.execute("DELETE FROM kb_files WHERE path = ?", (rel,))
-    if row and row["record_id"]:
-        conn.execute("""UPDATE memory_records SET status = 'retracted', retracted_reason = ?,
-                            updated_at = ?, pinned = 0
-                        WHERE id = ? AND status = 'active' AND content_hash LIKE 'kb:%'""",
-                     (reason[:1000], iso(now), row["record_id"]))
 
 
 def _is_utf8(text: str) -> bool:
@@ -140,18 +129,19 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
     rel = app.home.rel(path)
     with _KB_SYNC:
         if not path.is_file():
-            known = app.db.read_blocking(_kb_index)
+            known = app.db.read_blocking(kb_index.known_files)
             if rel not in known:
                 return "unchanged"
-            app.db.write_blocking(_forget_file, rel, "file deleted from the knowledge base", now)
+            app.db.write_blocking(kb_index.forget_file, rel,
+                                  "file deleted from the knowledge base", now)
             return "removed"
         parsed = _read_entry(path)
         if parsed is None:
             return "unreadable"
         meta, _body, text = parsed
         report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
-        _import_entry(app, path, meta, text, app.db.read_blocking(_kb_index), now, report,
-                      defer_unlinked=True)
+        known = app.db.read_blocking(kb_index.known_files)
+        _import_entry(app, path, meta, text, known, now, report, defer_unlinked=True)
         return next((k for k, v in report.items() if v), "unchanged")
 
 
@@ -177,7 +167,7 @@ def _kb_sweep(app: App, now: datetime) -> Report:
     survivors = _sweep_duplicates(app, entries, now, report)
     if app.config["engine.kb_sweep_llm"]:
         survivors = _llm_plan_pass(app, survivors, now, report)
-    known = app.db.read_blocking(_kb_index)
+    known = app.db.read_blocking(kb_index.known_files)
     for path, meta, _body, text in survivors:
         _import_entry(app, path, meta, text, known, now, report)
     on_disk = {app.home.rel(p) for p, *_ in survivors}
@@ -268,7 +258,7 @@ def _llm_plan_pass(app: App, entries: list[tuple[Path, dict, str, str]], now: da
                 target = app.home.category_dir(moves[index]) / path.name
                 if not target.exists():
                     os.rename(path, target)
-                    app.db.write_blocking(_moved_entry, app.home.rel(path),
+                    app.db.write_blocking(kb_index.move_file, app.home.rel(path),
                                           app.home.rel(target), now)
                     report["llm"]["reclassified"].append(
                         {"from": app.home.rel(path), "to": app.home.rel(target)})
@@ -277,15 +267,6 @@ def _llm_plan_pass(app: App, entries: list[tuple[Path, dict, str, str]], now: da
             else:
                 kept.append(entry)
     return kept
-
-
-def _moved_entry(conn: Any, old: str, new: str, now: datetime) -> None:
-    """A reclassified file keeps its record: the link and the provenance follow the file."""
-    row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (old,)).fetchone()
-    conn.execute("UPDATE kb_files SET path = ? WHERE path = ?", (new, old))
-    if row and row["record_id"]:
-        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? WHERE id = ?",
-                     (new, iso(now), row["record_id"]))
 
 
 def _plan_removals(plan: dict[str, Any], size: int) -> dict[int, str]:
@@ -312,11 +293,6 @@ def _plan_moves(plan: dict[str, Any], size: int) -> dict[int, str]:
     return moves
 
 
-def _kb_index(conn: Any) -> dict[str, tuple[str, str | None]]:
-    return {row[0]: (row[1], row[2]) for row in
-            conn.execute("SELECT path, sha256, record_id FROM kb_files")}
-
-
 def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
                   known: dict[str, tuple[str, str | None]], now: datetime,
                   report: Report, defer_unlinked: bool = False) -> None:
@@ -336,14 +312,11 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
         record_id = previous[1] if previous else None
         if record_id is None and isinstance(meta.get("entry_id"), str):
             # Written by consolidation: the note's record already exists; link, don't copy.
-            row = conn.execute("SELECT id FROM memory_records WHERE content_hash LIKE ?",
-                               (re.sub(r"[%_]", "", meta["entry_id"]) + "%",)).fetchone()
-            record_id = row["id"] if row else None
+            record_id = kb_index.record_for_entry(conn, meta["entry_id"])
             if record_id is not None and previous is None:
-                knowledge.link_file(conn, rel, digest, record_id, now)
-                current = conn.execute("SELECT body FROM memory_records WHERE id = ?",
-                                       (record_id,)).fetchone()
-                if current is None or current["body"] == fields["body"]:
+                kb_index.link_file(conn, rel, digest, record_id, now)
+                current = kb_index.record_body(conn, record_id)
+                if current is None or current == fields["body"]:
                     return "linked"
                 # Edited by hand before it was first linked: the record follows the file.
                 records.update_content(conn, record_id, fields["title"], fields["body"], now)
@@ -354,7 +327,7 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
             knowledge.insert_record(conn, rel, text, fields, now)
             return "imported"
         records.update_content(conn, record_id, fields["title"], fields["body"], now)
-        knowledge.link_file(conn, rel, digest, record_id, now)
+        kb_index.link_file(conn, rel, digest, record_id, now)
         return "updated"
 
     outcome = app.db.write_blocking(sync)
@@ -404,9 +377,9 @@ def retention(app: App, now: datetime) -> Report:
 
 def _prune_journal(app: App, before: datetime) -> Report:
     batches, notes = app.db.write_blocking(journal.prune_finished, before)
-    submissions = app.db.write_blocking(inbox.prune_submissions, before)
+    pruned = app.db.write_blocking(submissions.prune_submissions, before)
     return {"batches_pruned": batches, "batch_notes_pruned": notes,
-            "submissions_pruned": submissions}
+            "submissions_pruned": pruned}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)

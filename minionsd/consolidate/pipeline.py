@@ -23,8 +23,7 @@ from typing import Any
 
 import structlog
 
-from minionsd import inbox as inbox_mod
-from minionsd import records
+from minionsd import records, submissions
 from minionsd.app import App
 from minionsd.clock import date_stamp
 from minionsd.consolidate import gist, journal, notebooks, notesfile
@@ -364,8 +363,8 @@ def _redacted(batch: journal.Batch) -> journal.Batch:
 
 
 def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
-    return (inbox_mod.held_names(conn), journal.names_in_open_batches(conn),
-            inbox_mod.submitted_names(conn))
+    return (submissions.held_names(conn), journal.names_in_open_batches(conn),
+            submissions.submitted_names(conn))
 
 
 

@@ -113,6 +113,10 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def _answers(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1").fetchone()[0] == 1
+
+
 class Database:
     """Owns the writer thread/connection and hands out per-thread read connections."""
 
@@ -230,6 +234,10 @@ class Database:
         if threading.current_thread().name.startswith("db-reader"):
             return self._read(fn, *args)
         return self._readers.submit(self._read, fn, *args).result()
+
+    async def ping(self) -> bool:
+        """True when a read connection answers a trivial query (the health check)."""
+        return await self.read(_answers)
 
     def close(self) -> None:
         if self._closed:
