@@ -18,9 +18,17 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from minionsd.ftsquery import STOP_WORDS, code_terms, normalise_phrases, unique_terms
+from minionsd.ftsquery import (
+    STOP_WORDS,
+    code_terms,
+    is_useful_term,
+    normalise_phrases,
+    unique_terms,
+)
+from minionsd.retrieval import synonyms
 
 MAX_TERMS = 32
+MAX_SYNONYM_TERMS = 6  # slots synonyms may take from the task's own last terms
 MAX_FILES = 200
 
 # Words that say "this is a task" rather than what it is about. Kept short on purpose: a word
@@ -122,12 +130,31 @@ def _one_per_plural(terms: Iterator[str]) -> Iterator[str]:
 
 
 def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]:
-    """The search terms of a task (at most `max_terms`, possibly none)."""
+    """The search terms of a task (at most `max_terms`, possibly none): its own words, then
+    the synonyms of the paraphrases it uses (:mod:`minionsd.retrieval.synonyms`), which may
+    take up to MAX_SYNONYM_TERMS of the last slots."""
     if not isinstance(task, Mapping):
         return []
-    return unique_terms(
+    own = unique_terms(
         _one_per_plural(_all_terms(task)),
         max_terms,
         TASK_STOP_WORDS,
         keep_stop_words_if_empty=False,
     )
+    if not own:
+        return own
+    extra = synonym_terms(task, own)
+    if not extra:
+        return own
+    room = max(0, max_terms - len(own))
+    extra = extra[: max(room, min(MAX_SYNONYM_TERMS, max_terms // 4))]
+    return own[: max_terms - len(extra)] + extra
+
+
+def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
+    """Synonyms of the task's words that are not among `own` (its terms), nor stop words, nor
+    the plural or singular of one of them."""
+    text = " ".join(text for text, _is_path in _field_texts(task) if text)
+    taken = {_plural_key(term) for term in own}
+    return [term for term in synonyms.expansions(synonyms.words(text))
+            if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
