@@ -21,6 +21,10 @@ for each task with its project and agent. Asserts nothing; prints, per difficult
 * copies: packed records whose near-duplicate group already has a member in that pack;
 * no_terms: tasks retrieval found no terms in.
 
+easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
+changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
+the main tasks.
+
 The baseline in the same run is plain FTS5: `memory.search` over the task's text fields
 joined (OR of its words, bm25 with the same column weights, active records only), filtered by
 the same scope and trust rules client-side (so its violation count is comparable), first 8.
@@ -134,8 +138,11 @@ def print_table(title: str, results: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def by_difficulty(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    return {"easy": [r for r in rows if r["difficulty"] == "easy"],
-            "hard": [r for r in rows if r["difficulty"] == "hard"], "overall": rows}
+    main = [r for r in rows if r.get("split", "main") == "main"]
+    groups = {"easy": [r for r in main if r["difficulty"] == "easy"],
+              "hard": [r for r in main if r["difficulty"] == "hard"], "overall": main}
+    held_out = [r for r in rows if r.get("split") == "holdout"]
+    return groups | ({"held-out": held_out} if held_out else {})
 
 
 def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[str, str],
@@ -149,6 +156,7 @@ def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[s
             picked = [keys[s["id"]] for s in res["selected"]]
             row = scorer.score(item, picked) | {
                 "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
+                "split": item.get("split", "main"),
                 "scores": [s["score"] for s in res["selected"]],
                 "no_terms": res["fallback_reason"] == "no_terms"}
             ours.append(row)
@@ -157,7 +165,7 @@ def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[s
                      if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
             base.append(scorer.score(item, plain[:TOP_K]) | {
                 "id": item["task"]["id"], "difficulty": item["difficulty"],
-                "picked": plain[:TOP_K]})
+                "picked": plain[:TOP_K], "split": item.get("split", "main")})
     return ours, base
 
 
@@ -182,13 +190,16 @@ def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer:
 def print_sweep(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
     """What a score cutoff would keep: packs cut at score < ratio x the best score."""
     print("\ncutoff sweep (from these packs; ratio -> recall@8, MRR, precision@8, avg packed)")
+    pairs = [(row, item) for row, item in zip(rows, items, strict=True)
+             if item.get("split", "main") == "main"]
     for ratio in (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
         cut = []
-        for row, item in zip(rows, items, strict=True):
+        for row, item in pairs:
             best = row["scores"][0] if row["scores"] else 0.0
             kept = [k for k, s in zip(row["picked"], row["scores"], strict=True)
                     if s >= ratio * best]
-            cut.append(scorer.score(item, kept) | {"difficulty": item["difficulty"]})
+            cut.append(scorer.score(item, kept) | {"difficulty": item["difficulty"],
+                                                   "split": item.get("split", "main")})
         s = summarise(cut)
         print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  {s['precision@8']:.3f}  "
               f"{s['avg_selected']:.2f}")
@@ -224,7 +235,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     data = json.loads(args.data.read_text(encoding="utf-8"))
     items = data["tasks"]
     if args.quick:  # every n-th task, so both difficulties and several topics are in it
-        items = items[:: max(1, len(items) // QUICK_TASKS)][:QUICK_TASKS]
+        main = [t for t in items if t.get("split", "main") == "main"]
+        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
     scorer = Scorer(data)
     root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
     daemon = DaemonProcess(root / "home")

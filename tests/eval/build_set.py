@@ -6,6 +6,7 @@ Deterministic: no randomness, no clock. What it owns:
 
 * ``topics.yaml``: hand-written topics (records and the tasks that should recall them);
 * ``filler.yaml``: hand-written everyday notes nobody asks for here;
+* ``holdout.yaml``: held-out tasks for the same records, kept out of any tuning;
 * mechanical variants made here: a near-duplicate copy for every ``dup`` key (reworded in one
   of the ways copies arise: re-wrapped, Markdown-marked, a word changed, a remark appended), a
   copy of each active project record in another project (out of scope for the topic's tasks),
@@ -198,6 +199,18 @@ def eligible(rec: dict[str, Any], project: str | None, agent: str | None) -> boo
             and not (rec["type"] == "procedural" and rec["trust"] in ("agent", "external")))
 
 
+def _task(raw: dict[str, Any], project: str, records: dict[str, dict[str, Any]]
+          ) -> dict[str, Any]:
+    task = {"id": raw["id"]} | {f: raw[f] for f in TASK_FIELDS if f in raw}
+    wanted_topics = {records[k]["topic"] for k in raw["want"]}
+    forbidden = [k for k, rec in records.items() if rec["topic"] in wanted_topics
+                 and not eligible(rec, project, raw["agent"])]
+    for key in raw["want"]:
+        assert eligible(records[key], project, raw["agent"]), (raw["id"], key)
+    return {"task": task, "project": project, "agent": raw["agent"], "difficulty": raw["d"],
+            "relevant": raw["want"], "forbidden": forbidden}
+
+
 def build() -> dict[str, Any]:
     topics = yaml.safe_load((HERE / "topics.yaml").read_text(encoding="utf-8"))
     filler = yaml.safe_load((HERE / "filler.yaml").read_text(encoding="utf-8"))
@@ -238,16 +251,11 @@ def build() -> dict[str, Any]:
     tasks = []
     for topic in topics:
         for raw in topic["tasks"]:
-            project = raw.get("project", topic["project"])
-            task = {"id": raw["id"]} | {f: raw[f] for f in TASK_FIELDS if f in raw}
-            wanted_topics = {records[k]["topic"] for k in raw["want"]}
-            forbidden = [k for k, rec in records.items() if rec["topic"] in wanted_topics
-                         and not eligible(rec, project, raw["agent"])]
-            for key in raw["want"]:
-                assert eligible(records[key], project, raw["agent"]), (raw["id"], key)
-            tasks.append({"task": task, "project": project, "agent": raw["agent"],
-                          "difficulty": raw["d"], "relevant": raw["want"],
-                          "forbidden": forbidden})
+            tasks.append(_task(raw, raw.get("project", topic["project"]), records)
+                         | {"split": "main"})
+    holdout = yaml.safe_load((HERE / "holdout.yaml").read_text(encoding="utf-8"))
+    for raw in holdout:
+        tasks.append(_task(raw, raw["project"], records) | {"split": "holdout"})
     ordered = sorted(records.values(), key=lambda r: (r["created_at"], r["key"]))
     return {"reference_date": REFERENCE_DATE, "records": ordered, "tasks": tasks,
             "groups": groups}
@@ -262,8 +270,10 @@ def main() -> int:
         for label in (rec["type"], rec["status"], "trust " + rec["trust"],
                       "scope " + rec["scope"].split(":")[0]):
             kinds[label] = kinds.get(label, 0) + 1
-    hard = sum(t["difficulty"] == "hard" for t in data["tasks"])
-    print(f"{out}: {len(data['records'])} records, {len(data['tasks'])} tasks ({hard} hard)")
+    main_tasks = [t for t in data["tasks"] if t["split"] == "main"]
+    hard = sum(t["difficulty"] == "hard" for t in main_tasks)
+    print(f"{out}: {len(data['records'])} records, {len(main_tasks)} tasks ({hard} hard) "
+          f"and {len(data['tasks']) - len(main_tasks)} held-out tasks")
     print("  " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0
 
