@@ -41,7 +41,21 @@ _BOILERPLATE_TEXT = """
     everything thing things stuff able https www com etc eg ie
 """
 TASK_BOILERPLATE: frozenset[str] = frozenset(_BOILERPLATE_TEXT.split())
-TASK_STOP_WORDS: frozenset[str] = STOP_WORDS | TASK_BOILERPLATE
+# Words that tell the story of a task rather than name its subject ("probably", "never",
+# "someone sees"). A memory uses them in few notes, so bm25 would weigh them like an error
+# code; they are dropped from task text (notes are indexed unchanged).
+_NARRATIVE_TEXT = """
+    probably maybe perhaps somehow anyway instead again already still lately recently
+    sometimes usually always never today yesterday tomorrow tonight morning afternoon evening
+    someone somebody nobody everyone everybody anyone anybody people folks guys
+    seem seems seemed appear appears appeared happen happens happened happening
+    see sees saw seen show shows showed shown look looks looked looking
+    tell tells telling told say says said think thought know knows knew guess
+    come comes came coming become becomes became goes went gone grow grows grew
+    lot lots bit bunch whole huge tiny many several right
+"""
+TASK_NARRATIVE: frozenset[str] = frozenset(_NARRATIVE_TEXT.split())
+TASK_STOP_WORDS: frozenset[str] = STOP_WORDS | TASK_BOILERPLATE | TASK_NARRATIVE
 
 
 def _text(value: Any) -> str:

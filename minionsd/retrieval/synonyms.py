@@ -23,7 +23,8 @@ import re
 from collections.abc import Iterable
 
 GROUPS_TEXT = """
-429 throttle       | 429, rate limit, rate limited, rate limiting, too many requests, throttle
+429 throttle       | 429, rate limit, rate limited, rate limiting, too many requests, throttle,
+                     slow down
 oom                | out of memory, oom killer, oomkilled, sigkill, killed process
 ci                 | pipeline, github actions, build job
 pipeline           | ci
@@ -31,18 +32,35 @@ production         | prod
 prod               | production
 database           | db
 kubernetes k8s     | k8s, kubernetes
-flaky intermittent | flaky, intermittent, intermittently, passes on retry, fails randomly
+flaky intermittent | flaky, intermittent, intermittently, passes on retry, fails randomly,
+                     breaks randomly, now and then
 ssr hydration      | ssr, server rendered, server side rendering, hydration
 flag toggle        | feature flag, toggle, feature switch, dark launch
 dst daylight       | dst, daylight saving, summer time, clocks moved, clocks changed
-secret credential  | credential, api key
+secret             | credential, credentials, api key, password
+token              | bearer
 timeout            | deadline
 segfault sigsegv   | segfault, sigsegv, nil pointer dereference, null pointer
 mypy stubs         | type checker, type information, type hints, mypy
 index              | btree, b tree
 refresh            | renew, renewal
-heap               | memory leak, heap snapshot, allocations
-pii                | pii, personal data, contact details
+heap               | memory leak, heap snapshot, allocations, holding memory
+pii email          | pii, personal data, personal information, contact details
+logout             | sign out, signed out, sign outs, signouts, logged out, log out
+docker             | container image, container build, image build, container step
+env                | environment variable, env var
+cors origin        | cross origin, preflight, blocked by cors, blocked by policy
+pagination offset  | paginated, page by page, next page
+encoding utf       | garbled, mojibake
+csv excel          | spreadsheet
+query prefetch     | n 1, once per row, once for every row, query per row, queries per row
+500                | internal server error
+502                | bad gateway
+503                | service unavailable
+504                | gateway timeout
+401                | unauthorized, unauthenticated
+403                | forbidden, permission denied
+tls certificate    | ssl, cert, certs, x509
 """
 
 _WORD_RE = re.compile(r"[^\W_]+")
@@ -66,7 +84,13 @@ def words(text: str) -> list[str]:
 def parse(text: str) -> list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]]:
     """GROUPS_TEXT as (terms, trigger phrases as stem tuples) per group."""
     groups = []
-    for line in text.strip().splitlines():
+    lines: list[str] = []
+    for line in text.strip().splitlines():  # an indented line continues the one above
+        if line.startswith(" ") and lines:
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+    for line in lines:
         terms_text, _, triggers_text = line.partition("|")
         terms = tuple(words(terms_text))
         phrases = [tuple(stem(w) for w in words(p)) for p in triggers_text.split(",")]

@@ -66,3 +66,22 @@ def test_task_terms_stay_within_the_cap(words: list[str]) -> None:
     own = task_terms({"id": "W", "description": " ".join(words)}, max_terms=MAX_TERMS)
     assert own == terms
     assert sum(t not in words for t in terms) <= max(MAX_SYNONYM_TERMS, MAX_TERMS - len(set(words)))
+
+
+def test_continued_lines_and_status_codes() -> None:
+    assert synonyms.expansions(synonyms.words("we are told to slow down")) == ["429", "throttle"]
+    assert synonyms.expansions(synonyms.words("502 Bad Gateway from the LB")) == []  # has 502
+    assert synonyms.expansions(synonyms.words("the LB answers bad gateway")) == ["502"]
+    assert synonyms.expansions(synonyms.words("users are signed out")) == ["logout"]
+
+
+def test_common_words_alone_trigger_nothing() -> None:
+    for text in ("the page is slow", "refresh the cache", "a timeout in the client",
+                 "set the variable", "one page", "run the tests"):
+        assert synonyms.expansions(synonyms.words(text)) == [], text
+
+
+def test_narrative_words_are_not_search_terms() -> None:
+    terms = task_terms({"id": "W-5", "title": "Indexer never becomes ready",
+                        "description": "Probably someone sees it restart again"})
+    assert terms == ["indexer", "ready", "restart"]
