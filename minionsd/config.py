@@ -30,7 +30,7 @@ _TRUE_WORDS = {"1", "true", "on", "yes"}
 _FALSE_WORDS = {"0", "false", "off", "no"}
 # engine.memory_retrieval_min_score_ratio's default, measured with scripts/eval.py
 # (docs/retrieval.md, "Evaluation").
-MIN_SCORE_RATIO = 0.0
+MIN_SCORE_RATIO = 0.45
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ def test_init_template_is_valid_toml_with_nothing_set():
 def test_defaults_match_spec_values():
     cfg = config.Config(Path("/nonexistent"), {}, None)
     assert cfg["engine.memory_retrieval_top_k"] == 8
+    assert cfg["engine.memory_retrieval_min_score_ratio"] == 0.45
     assert cfg["engine.inbox_consolidate_threshold"] == 5
     assert cfg["engine.untrusted_fence_max_bytes"] == 65536
     assert cfg["llm.model"] == "claude-haiku-4-5"
