@@ -19,8 +19,9 @@ the order of the groups, none of them among the words of the text it was given.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 GROUPS_TEXT = """
 429 throttle       | 429, rate limit, rate limited, rate limiting, too many requests, throttle,
@@ -68,12 +69,22 @@ _SUFFIXES = ("ing", "ed", "es", "s")
 
 
 def stem(word: str) -> str:
-    """A light stem for matching phrases: a common suffix, then a final 'e', removed."""
+    """A light stem for matching phrases: a common suffix, then a final 'e', removed. It keeps
+    the word's first three letters."""
+    return _stem_cached(word) if len(word) <= _CACHED_CHARS else _stem(word)
+
+
+def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+# Task texts repeat the same words; at most 8,192 words of up to 40 characters are cached.
+_CACHED_CHARS = 40
+_stem_cached = functools.lru_cache(maxsize=8192)(_stem)
 
 
 def words(text: str) -> list[str]:
@@ -99,20 +110,25 @@ def parse(text: str) -> list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]
 
 
 GROUPS = parse(GROUPS_TEXT)
-# First stem of a trigger -> (trigger, group index), so a text is read once.
+# First stem of a trigger -> (trigger, group index), so a text is read once; and the first three
+# letters of those stems, so most words are passed over without being stemmed (a stem keeps
+# the word's first three letters).
 _BY_FIRST: dict[str, list[tuple[tuple[str, ...], int]]] = {}
 for _index, (_terms, _phrases) in enumerate(GROUPS):
     for _phrase in _phrases:
         _BY_FIRST.setdefault(_phrase[0], []).append((_phrase, _index))
+_PREFIXES = frozenset(first[:3] for first in _BY_FIRST)
 
 
-def matched_groups(text_words: Iterable[str]) -> list[int]:
+def matched_groups(text_words: Sequence[str]) -> list[int]:
     """Indexes of the groups one of whose triggers occurs in the words, in group order."""
-    stems = [stem(w) for w in text_words]
     found: set[int] = set()
-    for i, first in enumerate(stems):
-        for phrase, index in _BY_FIRST.get(first, ()):
-            if index not in found and tuple(stems[i : i + len(phrase)]) == phrase:
+    for i, word in enumerate(text_words):
+        if word[:3] not in _PREFIXES:
+            continue
+        for phrase, index in _BY_FIRST.get(stem(word), ()):
+            if index not in found and (len(phrase) == 1 or tuple(
+                    stem(w) for w in text_words[i : i + len(phrase)]) == phrase):
                 found.add(index)
     return sorted(found)
 
