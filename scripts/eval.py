@@ -17,7 +17,8 @@ for each task with its project and agent. Asserts nothing; prints, per difficult
 * MRR: mean of 1 / rank of the first relevant record (0 if none);
 * precision@8: relevant records / records packed (an empty pack counts 0);
 * violations: packed records the eligibility rules forbid for the task (not active, out of
-  scope, procedural with agent or external trust), checked against every record of the set;
+  scope, procedural with agent or external trust), checked against every record of the set
+  (a superset of each task's labelled `forbidden` records, which are checked to agree);
 * copies: packed records whose near-duplicate group already has a member in that pack;
 * no_terms: tasks retrieval found no terms in.
 
@@ -90,6 +91,11 @@ class Scorer:
     def __init__(self, data: dict[str, Any]) -> None:
         self.records = {r["key"]: r for r in data["records"]}
         self.groups: dict[str, str] = data["groups"]
+        for item in data["tasks"]:  # the labels agree with the rules the script checks
+            for key in item["forbidden"]:
+                if eligible(self.records[key], item["project"], item["agent"]):
+                    raise SystemExit(f"{item['task']['id']}: {key} is labelled forbidden "
+                                     "but the eligibility rules allow it")
 
     def group(self, key: str) -> str:
         return self.groups.get(key, key)
