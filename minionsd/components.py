@@ -11,8 +11,9 @@ from minionsd.recall import RecallSurface
 from minionsd.schedule import Scheduler
 from minionsd.surfaces import KnowledgeSurface
 from minionsd.watch import InboxWatcher
+from minionsd.watch_kb import KnowledgeWatcher
 
 
 def build(app: App) -> list[Any]:
-    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app),
-            RecallSurface(app), BackupSurface(app), Scheduler(app)]
+    return [ConsolidationService(app), InboxWatcher(app), KnowledgeWatcher(app),
+            KnowledgeSurface(app), RecallSurface(app), BackupSurface(app), Scheduler(app)]

@@ -111,3 +111,13 @@ def test_set_writes_atomically_and_keeps_other_keys(tmp_path):
                     "engine": {"memory_retrieval_top_k": 3}}
     assert cfg["engine.memory_retrieval_top_k"] == 8  # the old object is unchanged
     assert list(tmp_path.iterdir()) == [path]  # no temp file left behind
+
+
+def test_the_version_comes_from_the_package_metadata():
+    from importlib.metadata import version
+
+    import minionsd
+    from minionsd.app import App
+
+    assert minionsd.__version__ == version("minionsd")
+    assert App.__dataclass_fields__["version"].default == version("minionsd")
