@@ -359,6 +359,14 @@ def _fmt_kb_list(r: dict[str, Any]) -> str:
     return "\n".join(f"{e['path']:<70} {e['title']}" for e in r["entries"]) or "no entries"
 
 
+def _fmt_purge(r: dict[str, Any]) -> str:
+    head = f"purged {r['id']} at {r['purged_at']}"
+    if not r["files"]:
+        return head + "; no file in the home holds its text"
+    return "\n".join([head + "; these files still hold its text (edit them by hand):",
+                      *(f"  {path}" for path in r["files"])])
+
+
 def _fmt_backup(r: dict[str, Any]) -> str:
     return (f"backup written to {r['path']}: {r['records']} record(s), {r['files']} file(s), "
             f"{r['bytes']} bytes")
@@ -478,6 +486,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "retract": _simple("memory.retract", lambda a: {"id": a.id, "reason": a.reason},
                        _fmt_record),
     "supersede": _simple("memory.supersede", lambda a: {"id": a.id, "by": a.by}, _fmt_record),
+    "purge": _simple("memory.purge", lambda a: {"id": a.id, "reason": a.reason}, _fmt_purge),
     "kb add": _simple("knowledge.create", _kb_add_params,
                       lambda r: f"created {r['path']} ({r['record_id']})"),
     "kb list": _simple("knowledge.list",
@@ -547,6 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("show", "pin", "expire"):
         add(name, f"{name} a record").add_argument("id")
     p = add("retract", "retract a record")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p = add("purge", "delete a record for good (a leaked secret); lists files still holding it")
     p.add_argument("id")
     p.add_argument("--reason", required=True)
     p = add("supersede", "mark a record superseded by a newer one")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import os
 import signal
 import sqlite3
@@ -113,12 +114,11 @@ class Daemon:
 
     async def run(self) -> None:
         app = self.app
-        app.hooks["status"] = self.status
-        app.hooks["config_changed"] = self.config_changed
         extra: dict[str, Any] = {}
         for component in self.components:
             extra |= getattr(component, "methods", dict)()
-        dispatcher = Dispatcher(build_methods(app, extra))
+        dispatcher = Dispatcher(build_methods(app, status=self.status,
+                                              config_changed=self.config_changed, extra=extra))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_event.set)
@@ -220,12 +220,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_components(daemon: Daemon) -> list[Any]:
+def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
     from minionsd import components
-    from minionsd.health import Health
 
-    return [*components.build(daemon.app), Health(daemon.app, daemon.notifier)]
+    return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -240,6 +239,14 @@ def database_problem(home: Home, exc: sqlite3.Error) -> str:
                 f"{home.root} restore BACKUP_DIR --force` (see docs/operations.md, "
                 "\"Backup and restore\")")
     return f"cannot use the database {home.db}: {exc}"
+
+
+def _login_name() -> str:
+    """The daemon user's login name, found as `minionsctl note` finds its default author."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,17 +284,16 @@ def main(argv: list[str] | None = None) -> int:
         pidfile.release()
         print(f"minionsd: cannot open the database {home.db}: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
-    app = App(home=home, config=config, db=db, environ=environ)
+    app = App(home=home, config=config, db=db, environ=environ, login_name=_login_name())
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:
         app.clock = file_clock(Path(clock_file))
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
-    if crash_spec:
-        app.hooks["crash_at"] = crash_hook(crash_spec)
+    crash_at = crash_hook(crash_spec) if crash_spec else None
     daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
-        daemon.components = build_components(daemon)
+        daemon.components = build_components(daemon, crash_at)
         asyncio.run(daemon.run())
     except MinionsError as exc:
         print(f"minionsd: {exc.detail}", file=sys.stderr)

@@ -7,12 +7,14 @@ pipeline uses, and SQL goes through the single writer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal, notebooks
+from minionsd.consolidate.identity import author_trust, declared_author
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
@@ -47,17 +50,21 @@ def expiry(app: App, now: datetime) -> Report:
 
 # --- rescan ---------------------------------------------------------------------------------
 
-def rescan(app: App, now: datetime) -> Report:
-    """Reconcile the inbox directory (the watcher's events are only hints)."""
-    for hook in ("check_watcher", "check_kb_watcher"):
-        check = app.hooks.get(hook)
-        if check is not None:
-            check()
-    scan = app.hooks.get("scan_inbox")
-    report = scan() if scan is not None else {}
-    poke = app.hooks.get("poke_inbox_threadsafe")
-    if poke is not None:
-        poke()
+@dataclass(frozen=True)
+class InboxUpkeep:
+    """The running parts the rescan job reconciles, handed over by the daemon's wiring."""
+
+    check_watchers: tuple[Callable[[], None], ...]  # each restarts its observer if it died
+    scan: Callable[[], Report]  # reconcile the inbox directory, quarantine what is unreadable
+    poke: Callable[[], None]  # wake the batch trigger (safe from any thread)
+
+
+def rescan(app: App, now: datetime, upkeep: InboxUpkeep) -> Report:
+    """Reconcile the inbox directory (the watchers' events are only hints)."""
+    for check in upkeep.check_watchers:
+        check()
+    report = upkeep.scan()
+    upkeep.poke()
     return report
 
 
@@ -304,7 +311,9 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
     if previous is not None and previous[0] == digest:
         report["unchanged"] += 1
         return
-    fields = knowledge.record_fields(rel, text, trust="human", author=None)
+    # A hand-added file is rated by the author its front matter names, like an inbox note.
+    trust = author_trust(declared_author(meta), app.human_authors())
+    fields = knowledge.record_fields(rel, text, trust=trust, author=None)
 
     def sync(conn: Any) -> str:
         record_id = previous[1] if previous else None
@@ -523,10 +532,10 @@ def reindex(app: App, now: datetime) -> Report:
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
 
 
-JOBS: dict[str, Callable[[App, datetime], Report]] = {
-    "kb_sweep": kb_sweep,
-    "retention": retention,
-    "expiry": expiry,
-    "rescan": rescan,
-    "reindex": reindex,
-}
+Job = Callable[[App, datetime], Report]
+
+
+def job_table(upkeep: InboxUpkeep) -> dict[str, Job]:
+    """Every maintenance job by name, in the order `status.jobs` lists them."""
+    return {"kb_sweep": kb_sweep, "retention": retention, "expiry": expiry,
+            "rescan": functools.partial(rescan, upkeep=upkeep), "reindex": reindex}

@@ -120,7 +120,6 @@ class KnowledgeWatcher:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._start_observer()
-        self.app.hooks["check_kb_watcher"] = self.check_observer
 
     def check_observer(self) -> None:
         """Restart a dead observer (callable from any thread, e.g. the rescan job)."""

@@ -12,6 +12,7 @@ the journal open for the next start.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import secrets
@@ -30,12 +31,13 @@ from minionsd.app import App
 from minionsd.clock import date_stamp
 from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
-from minionsd.consolidate.identity import has_notebook, is_temporary
+from minionsd.consolidate.identity import author_trust, has_notebook
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
 from minionsd.markdown import FrontMatterError, check_note_types, parse_note
+from minionsd.redact import redact
 
 log = structlog.get_logger()
 
@@ -82,12 +84,17 @@ def mentioned_paths(text: str, limit: int = 50) -> list[str]:
 class Pipeline:
     """Runs batches synchronously (call from a worker thread)."""
 
-    def __init__(self, app: App, inbox: Inbox) -> None:
+    def __init__(self, app: App, inbox: Inbox, *,
+                 submit_note: Callable[[dict[str, Any]], Any],
+                 crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = inbox
+        # Writes the storm alert through inbox.submit's code (its duplicate rule makes a redo
+        # of the same batch write nothing).
+        self._submit_note = submit_note
         self._abandon = threading.Event()
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
-        self._crash_at: Callable[[str], None] = app.hooks.get("crash_at", lambda step: None)
+        self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -191,7 +198,8 @@ class Pipeline:
 
     def execute(self, batch_id: str) -> BatchResult:
         self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
-        self._plan_kb(self.app.db.read_blocking(journal.load, batch_id))
+        # KB names come from titles, so they are chosen from the redacted text too.
+        self._plan_kb(_redacted(self.app.db.read_blocking(journal.load, batch_id)))
         batch = self.app.db.read_blocking(journal.load, batch_id)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
@@ -201,12 +209,15 @@ class Pipeline:
             self.app.db.write_blocking(journal.set_digest, batch.id, result.mode, None)
             self._write_storm_alert(batch)
         else:
-            mode, digest = self._digest(batch)
+            # Every derived surface sees the redacted text; only the archive keeps the note
+            # as written. redact() is deterministic, so a redo derives the same text.
+            derived = _redacted(batch)
+            mode, digest = self._digest(derived)
             result.mode = mode
-            self._append_digest(batch, digest)
-            result.kb_entries = self._write_kb_entries(batch)
-            result.notebooks = self._append_notebooks(batch)
-            result.records_upserted = self._upsert_records(batch)
+            self._append_digest(derived, digest)
+            result.kb_entries = self._write_kb_entries(derived)
+            result.notebooks = self._append_notebooks(derived)
+            result.records_upserted = self._upsert_records(derived)
         result.archived = self._archive(batch)
         result.notes = len(result.archived)
         self._step("finish")
@@ -220,7 +231,8 @@ class Pipeline:
             return batch.mode, batch.digest or ""
         notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
                  for n in batch.notes]
-        existing = read_text(self.app.home.notes) or ""
+        # notes.md may predate redaction; what goes into a prompt is redacted either way.
+        existing = redact(read_text(self.app.home.notes) or "")
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
         if digest:
@@ -403,12 +415,7 @@ class Pipeline:
         return note.archive_path or fallback
 
     def _trust(self, author: str) -> str:
-        agents = self.app.config.agents
-        if author == "engine":
-            return "system"
-        if author in agents or is_temporary(author, agents):
-            return "agent"
-        return "human"
+        return author_trust(author, self.app.human_authors())
 
     def _plan_archive(self, batch: journal.Batch) -> None:
         """Fix every note's archive path up front: records and KB entries cite it."""
@@ -437,9 +444,11 @@ class Pipeline:
 
     @staticmethod
     def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
+        """Archive the note as written, owner-only (0600): it is the one unredacted copy."""
         if target.exists():
             if source.exists() and read_text(source) == note.content:
                 source.unlink()  # already copied before a crash; the inbox copy is redundant
+            os.chmod(target, 0o600)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -448,22 +457,26 @@ class Pipeline:
             current = None
         if current is not None and current.decode("utf-8", "replace") == note.content:
             os.rename(source, target)
+            os.chmod(target, 0o600)
         else:
             # The inbox file vanished or was rewritten since the batch began: archive what
             # the batch processed; a rewritten file stays in the inbox as a new note.
             atomic_write_text(target, note.content)
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
-        writer = self.app.hooks.get("submit_note")
-        if writer is None:
-            return
         sample = batch.notes[0]
         body = (f"# Duplicate storm stopped\n\n{len(batch.notes)} copies of one note "
                 f"(first: {sample.name}, author {sample.author}) arrived in one batch. "
                 "They were archived without digest, KB, notebook or SQL writes.\n")
         self._step("alert")
-        writer({"body": body, "author": "engine", "kind": "alert",
-                "title": f"duplicate storm {batch.id}"})
+        self._submit_note({"body": body, "author": "engine", "kind": "alert",
+                           "title": f"duplicate storm {batch.id}"})
+
+
+def _redacted(batch: journal.Batch) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
+    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
+    return dataclasses.replace(batch, notes=notes)
 
 
 def _holds_other(path: Path, content: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import structlog
@@ -28,10 +28,11 @@ log = structlog.get_logger()
 
 
 class ConsolidationService:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = Inbox(app.home)
-        self.pipeline = Pipeline(app, self.inbox)
+        self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
+                                 crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
@@ -39,11 +40,6 @@ class ConsolidationService:
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.TimerHandle | None = None  # the inbox_max_wait_s timer
-        app.hooks["submit_note"] = self.submit_sync
-        app.hooks["poke_inbox"] = self.poke
-        app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
-        app.hooks["scan_inbox"] = self.scan_report
-        app.hooks["pause_consolidation"] = self.paused
 
     # --- lifecycle ----------------------------------------------------------------------------
 

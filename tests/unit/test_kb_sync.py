@@ -8,10 +8,9 @@ import pytest
 from minionsd import jobs
 from minionsd.app import App
 from minionsd.config import load as load_config
-from minionsd.consolidate.pipeline import Pipeline
+from minionsd.consolidate.service import ConsolidationService
 from minionsd.db import Database
 from minionsd.home import Home
-from minionsd.inbox import Inbox
 
 
 @pytest.fixture
@@ -52,7 +51,7 @@ def test_a_hand_added_file_is_imported_updated_and_retracted(app):
 
 def test_an_entry_consolidation_wrote_links_to_the_notes_record(app):
     (app.home.inbox / "dallas-cache.md").write_text("# Cache\n\nflush the cache\n")
-    result = Pipeline(app, Inbox(app.home)).run(force=True)
+    result = ConsolidationService(app).pipeline.run(force=True)
     entry = app.home.root / result.kb_entries[0]
     record_id = app.db.read_blocking(lambda c: c.execute(
         "SELECT id FROM memory_records").fetchone()[0])
