@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -132,10 +133,19 @@ class Pipeline:
         return self.execute(batch_id)
 
     def recover(self) -> BatchResult | None:
+        """Redo open batches. One that fails is logged and stays open for the next try (its
+        notes are not picked again meanwhile), so neither start-up nor later batches wait on
+        it; a note that alone cannot be stored is set aside (see _upsert_records)."""
         result = None
         for batch_id in self.app.db.read_blocking(journal.open_batch_ids):
             log.info("consolidation.resume", batch=batch_id)
-            result = self.execute(batch_id)
+            try:
+                result = self.execute(batch_id)
+            except Abandoned:
+                raise
+            except Exception as exc:
+                log.exception("consolidation.resume_failed", batch=batch_id,
+                              error=_short(exc))
         return result
 
     def _journal(self, batch: list[InboxNote]) -> str:
@@ -298,7 +308,7 @@ class Pipeline:
                   if not note.done]
         self._step("sql")
 
-        def upsert_all(conn: Any) -> int:
+        def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
             now = self.app.now()
             inserted = 0
             for note, values in fields:
@@ -308,8 +318,38 @@ class Pipeline:
                 inserted += 1 if created else 0
             return inserted
 
-        self.app.db.write_blocking(upsert_all)
-        return len(fields)
+        try:
+            self.app.db.write_blocking(upsert_all, fields)
+            return len(fields)
+        except Exception as exc:
+            if _not_the_notes_fault(exc):
+                raise
+            log.warning("consolidation.records_retried_one_by_one", batch=batch.id,
+                        error=_short(exc))
+        stored = 0
+        for note, values in fields:
+            try:
+                self.app.db.write_blocking(upsert_all, [(note, values)])
+                stored += 1
+            except Exception as exc:
+                if _not_the_notes_fault(exc):
+                    raise
+                self._set_aside(batch, note, exc)
+        return stored
+
+    def _set_aside(self, batch: journal.Batch, note: journal.JournalNote,
+                   exc: BaseException) -> None:
+        """A note whose record cannot be stored: the batch goes on without that record (its
+        digest, KB entry, notebook entry and archived copy are written as for any note) and
+        the inbox file goes to the quarantine with the reason, for an operator to requeue."""
+        reason = (f"its memory record cannot be stored ({_short(exc)}); the note is archived "
+                  f"as {self._archive_rel(batch, note)}")
+        log.error("consolidation.note_set_aside", batch=batch.id, name=note.name,
+                  reason=reason)
+        # Only the file this batch read: a rewritten one is a new note, and a redo after a
+        # crash finds it gone and makes no second copy.
+        if read_text(self.app.home.inbox / note.name) == note.content:
+            self.inbox.quarantine(note.name, reason)
 
     def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
         meta = _safe_meta(note.content)
@@ -406,6 +446,31 @@ class Pipeline:
         self._step("alert")
         writer({"body": body, "author": "engine", "kind": "alert",
                 "title": f"duplicate storm {batch.id}"})
+
+
+# SQLite result codes (low byte) that say the database or the disk failed, not the note.
+_ENVIRONMENT_CODES = {5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 26}  # BUSY .. CORRUPT, FULL, NOTADB
+
+
+def _not_the_notes_fault(exc: BaseException) -> bool:
+    """True for failures that would hit any note (disk full, I/O error, shutdown): those
+    keep the batch open for a later try instead of setting its notes aside."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, Abandoned | OSError | MemoryError):
+            return True
+        if type(cause) is RuntimeError:  # e.g. the database closed at shutdown
+            return True
+        if isinstance(cause, sqlite3.Error):
+            code = getattr(cause, "sqlite_errorcode", None)
+            return code is not None and code & 0xFF in _ENVIRONMENT_CODES
+        cause = cause.__cause__
+    return False
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _holds_other(path: Path, content: str) -> bool:
