@@ -497,6 +497,10 @@ def _decode(row: Sequence[Any]) -> dict[str, Any]:
 
 
 def _idf(df: int, rows: int) -> float:
+    # fetch_candidates reads the row count and the dfs in one snapshot, but a df may come from
+    # the cache, counted while the table had more rows: a df above the row count would make
+    # the logarithm's argument negative. Such a term is in every row, so it counts as df = N.
+    df = min(df, rows)
     idf = math.log((rows - df + 0.5) / (df + 0.5)) if rows else 0.0
     return idf if idf > 0 else 1e-6  # FTS5 clamps the same way
 
@@ -606,6 +610,21 @@ def fetch_candidates(
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
         return []
+    # One read transaction, so the row count, the document frequencies, the hits and the rows
+    # all come from one snapshot: a record committed between two statements cannot make a df
+    # exceed the row count it is divided by, nor a hit point at a row not read.
+    own_snapshot = not conn.in_transaction
+    if own_snapshot:
+        _cursor(conn).execute("BEGIN")
+    try:
+        return _fetch(conn, terms, project, agent, now_iso, limit)
+    finally:
+        if own_snapshot:
+            _cursor(conn).execute("COMMIT")
+
+
+def _fetch(conn: sqlite3.Connection, terms: list[str], project: str | None, agent: str | None,
+           now_iso: str, limit: int) -> list[dict[str, Any]]:
     view = _record_view(conn)
     token = view.sync(conn)
     stats = index_stats(conn)
