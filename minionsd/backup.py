@@ -199,7 +199,7 @@ def _journal_state(conn: sqlite3.Connection) -> tuple[dict[str, str], list[journ
 
 
 def _record_count(conn: sqlite3.Connection) -> int:
-    return sum(records.status_counts(conn, system_clock()).values())
+    return sum(records.status_counts_by_scan(conn, system_clock()).values())
 
 
 def verify_db(path: Path) -> dict[str, Any]:

@@ -47,7 +47,7 @@ class Daemon:
 
     async def status(self) -> dict[str, Any]:
         app = self.app
-        counts = await app.db.read(records.status_counts, app.now())
+        counts = await app.db.read_light(records.status_counts, app.now())
         result: dict[str, Any] = {
             "version": app.version,
             "pid": os.getpid(),
@@ -55,7 +55,7 @@ class Daemon:
             "home": str(app.home.root),
             "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
-            "index": {"fts_segments": await app.db.read(records.fts_segments)},
+            "index": {"fts_segments": await app.db.read_light(records.fts_segments)},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
             "llm": {"configured": app.llm_api_key() is not None},

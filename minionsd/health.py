@@ -62,7 +62,7 @@ class Health:
     async def checks(self) -> dict[str, Any]:
         watcher = self.app.hooks.get("watcher_healthy")
         try:
-            db_ok = await asyncio.wait_for(self.app.db.read(_db_ok), 5)
+            db_ok = await asyncio.wait_for(self.app.db.read_light(_db_ok), 5)
         except Exception:  # noqa: BLE001 - any failure means unhealthy
             db_ok = False
         return {"loop_lag_ms": round(self.lag_s * 1000, 1),

@@ -152,7 +152,7 @@ class Scheduler:
             return {"job": name, "at": iso(now), "report": report}
 
     async def status(self) -> dict[str, Any]:
-        last = await self.app.db.read(_last_runs)
+        last = await self.app.db.read_light(_last_runs)
         jobs = []
         for name in JOBS:
             job = self._scheduler.get_job(name) if self._scheduler else None

@@ -12,6 +12,7 @@ the journal open for the next start.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -99,9 +100,18 @@ class Pipeline:
     # --- selecting a batch -------------------------------------------------------------------
 
     def inbox_state(self) -> InboxState:
-        """The inbox as consolidation sees it: one directory scan plus holds and open batches."""
+        """The inbox as consolidation sees it: one directory scan plus holds and open batches.
+
+        The database part reads only rows about the files now in the inbox, on the light
+        lane, so `status` and `inbox.list` answer at once while searches keep the readers
+        busy. (A file that arrives after the listing only waits out its settling time.)
+        """
         cfg = self.app.config
-        holds, busy, submitted = self.app.db.read_blocking(_inbox_reads)
+        try:
+            names = [entry.name for entry in os.scandir(self.app.home.inbox)]
+        except FileNotFoundError:
+            names = []
+        holds, busy, submitted = self.app.db.read_light_blocking(_inbox_reads, names)
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
@@ -481,9 +491,13 @@ def _holds_other(path: Path, content: str) -> bool:
         return False
 
 
-def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
-    return (inbox_mod.held_names(conn), journal.names_in_open_batches(conn),
-            inbox_mod.submitted_names(conn))
+def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], frozenset[str]]:
+    """Holds, names in open batches, and which of `names` inbox.submit wrote (looked up by
+    name: the table of submitted names keeps growing, the inbox does not)."""
+    submitted = frozenset(row[0] for row in conn.execute(
+        "SELECT name FROM inbox_submissions WHERE name IN (SELECT value FROM json_each(?))",
+        (json.dumps(names),)))
+    return inbox_mod.held_names(conn), journal.names_in_open_batches(conn), submitted
 
 
 def _safe_meta(content: str) -> dict[str, Any]:
