@@ -18,6 +18,7 @@ from typing import Any
 from minionsd import ftsquery
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.fence import scrub_surrogates
 from minionsd.retrieval.candidates import term_counts, varints
 
 TYPES = ("semantic", "episodic", "procedural")
@@ -112,8 +113,21 @@ def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
     return value  # type: ignore[return-value]
 
 
+def _scrub(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (JSON can carry them, UTF-8 cannot)
+    replaced by U+FFFD, at any depth."""
+    if isinstance(value, str):
+        return scrub_surrogates(value)
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    return value
+
+
 def validate_new(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check memory.add params; return the column values (without id and timestamps)."""
+    params = _scrub(dict(params))
     body = params.get("body")
     if not isinstance(body, str) or not body.strip():
         raise InvalidParams("'body' must be a non-empty string", param="body")

@@ -10,9 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from minionsd.fence import scrub_surrogates
 from tests.conftest import wait_for
 from tests.integration.test_consolidation import archived, drop, home_with, note
+from tests.unit.test_awkward_unicode import AWKWARD, AWKWARD_SPACED
 
 # One word of 12,000 CJK characters: 36,000 UTF-8 bytes, cut by FTS5 mid-character.
 CJK_WORD = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(12_000))
@@ -133,3 +137,20 @@ def test_start_up_sets_aside_a_journalled_note_it_cannot_store(make_daemon, shor
     wait_for(lambda: _quarantined(home), what="bad note set aside")
     assert daemon.call("consolidation.run", force=True)["mode"] == "nothing"
     assert sorted(n[11:] for n in archived(home)) == ["dallas-bad.md", "ripley-good.md"]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=AWKWARD_SPACED, title=AWKWARD, n=st.integers(0, 10**9))
+def test_memory_add_of_awkward_unicode_through_the_socket(daemon, body: str, title: str,
+                                                          n: int) -> None:
+    """Any text a JSON client can send (lone surrogates included) is stored, read back with
+    U+FFFD for the surrogates, found by its other words, and never breaks retrieval."""
+    marker = f"marker{n}qz"
+    text = f"{body} {marker}"
+    added = add(daemon, text, title=title[:500])
+    record = daemon.call("memory.get", id=added["id"])
+    assert record["body"] == scrub_surrogates(text)
+    assert added["id"] in [r["id"] for r in _found_by_marker(daemon, marker)]
+    retrieved = daemon.call("memory.retrieve", task={"id": "W-3", "title": marker})
+    assert retrieved["fallback_reason"] != "error" and retrieved["candidates"] >= 1
