@@ -139,9 +139,8 @@ class ConsolidationService:
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        # On the database's light lane: a directory scan and a few keyed reads, in one hop.
-        state, counters = await self.app.db.read_light(
-            lambda conn: (self.pipeline.inbox_state(), journal.counters(conn)))
+        state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
+        counters = await self.app.db.read_light(journal.counters)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held)},
