@@ -6,8 +6,10 @@ reason; the rest of its batch goes on and the daemon starts."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +20,8 @@ from tests.conftest import wait_for
 from tests.integration.test_consolidation import archived, drop, home_with, note
 from tests.unit.test_awkward_unicode import AWKWARD, AWKWARD_SPACED
 
+_NOTE_NUMBERS = itertools.count()
+_DAEMONS: dict[Path, Any] = {}
 # One word of 12,000 CJK characters: 36,000 UTF-8 bytes, cut by FTS5 mid-character.
 CJK_WORD = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(12_000))
 MARKER = "zebrafinch"
@@ -154,3 +158,29 @@ def test_memory_add_of_awkward_unicode_through_the_socket(daemon, body: str, tit
     assert added["id"] in [r["id"] for r in _found_by_marker(daemon, marker)]
     retrieved = daemon.call("memory.retrieve", task={"id": "W-3", "title": marker})
     assert retrieved["fallback_reason"] != "error" and retrieved["candidates"] >= 1
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=AWKWARD_SPACED)
+def test_no_inbox_note_blocks_consolidation(make_daemon, short_home, body: str) -> None:
+    """Whatever a note holds, consolidation.run succeeds and the inbox drains: the note is
+    archived and findable by its other words, or quarantined with a reason (a file that is
+    not UTF-8, here from lone surrogates written as such)."""
+    home = short_home
+    daemon = _DAEMONS.get(home)  # the fixtures live for the whole test: one daemon for all
+    if daemon is None:
+        home_with(home, "auto_consolidate_memory = false\n")
+        daemon = _DAEMONS[home] = make_daemon()
+    n = next(_NOTE_NUMBERS)
+    marker = f"marker{n}qz"
+    name = f"ash-awkward-{n}.md"
+    drop(home / "notes" / "inbox", name,
+         f"# Awkward {n}\n\n{body}\n\n{marker}\n".encode("utf-8", "surrogatepass"), age_s=5)
+    result = daemon.call("consolidation.run", force=True)
+    assert not list((home / "notes" / "inbox").glob("*.md"))
+    if name in _quarantined(home):
+        assert result["notes"] == 0
+    else:
+        assert result["notes"] == 1
+        assert _found_by_marker(daemon, marker)
