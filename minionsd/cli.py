@@ -158,7 +158,7 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"home:    {st['home']}",
         f"socket:  {st['socket']}",
         f"inbox:   {inbox['pending']} pending, {inbox['eligible']} eligible, "
-        f"{inbox['held']} held",
+        f"{inbox['held']} held, {inbox.get('quarantined', 0)} quarantined",
         f"consolidation: {cons['batches']} batches, last {cons['last_at'] or 'never'} "
         f"({cons['last_mode'] or '-'}), circuit breaks {cons['circuit_breaks']}",
         "records: " + ", ".join(f"{v} {k}" for k, v in recs.items()),
@@ -166,6 +166,13 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"{' (shadow)' if st['retrieval']['shadow'] else ''}; "
         f"llm: {'configured' if st['llm']['configured'] else 'not configured (regex digests)'}",
     ]
+    llm_failure = st["llm"].get("last_failure")
+    if llm_failure:
+        lines.append(f"llm last failure: {llm_failure['at']} ({llm_failure.get('purpose', '-')}) "
+                     f"{llm_failure['reason']}")
+    reload_failure = (st.get("config") or {}).get("last_reload_failure")
+    if reload_failure:
+        lines.append(f"config reload failed: {reload_failure['at']} {reload_failure['reason']}")
     for job in st.get("jobs", []):
         last = job.get("last_result")
         lines.append(f"job {job['id']}: next {job.get('next_run_at') or '-'}"
@@ -204,8 +211,8 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any]
 
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
-    from minionsd.backup import restore
     from minionsd.errors import MinionsError
+    from minionsd.restore import restore
 
     home = _home(args)
     try:
@@ -238,6 +245,8 @@ def cmd_service_install(args: argparse.Namespace,
     executable, home = _minionsd_executable(), str(_home(args))
     try:
         text = service.render_unit(kind, executable, home)
+        if kind == "system":
+            service.check_system_paths(executable, home)
     except MinionsError as exc:
         raise CommandError(exc.detail) from None
     path = service.default_install_path(kind)
@@ -277,7 +286,13 @@ def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
 
 
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
-    params = {"body": args.text, "author": args.author or getpass.getuser()}
+    body = args.text
+    if body == "-":
+        body = sys.stdin.read()
+        if not body.strip():
+            raise UsageError("note -: standard input was empty; pipe the note's text in, "
+                             "e.g. printf 'text' | minionsctl note -")
+    params = {"body": body, "author": args.author or getpass.getuser()}
     for key in ("title", "kind", "project", "task", "outcome"):
         if getattr(args, key):
             params[key] = getattr(args, key)
@@ -322,6 +337,11 @@ def _task_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _fmt_inbox(result: dict[str, Any]) -> str:
+    if "quarantined" in result:
+        if not result["quarantined"]:
+            return "quarantine is empty"
+        return "\n".join(f"{q['name']:<60} {q['at']}  {q['reason']}"
+                         for q in result["quarantined"])
     if not result["notes"]:
         return "inbox is empty"
     return "\n".join(
@@ -339,9 +359,113 @@ def _fmt_kb_list(r: dict[str, Any]) -> str:
     return "\n".join(f"{e['path']:<70} {e['title']}" for e in r["entries"]) or "no entries"
 
 
+def _fmt_purge(r: dict[str, Any]) -> str:
+    head = f"purged {r['id']} at {r['purged_at']}"
+    if not r["files"]:
+        return head + "; no file in the home holds its text"
+    return "\n".join([head + "; these files still hold its text (edit them by hand):",
+                      *(f"  {path}" for path in r["files"])])
+
+
 def _fmt_backup(r: dict[str, Any]) -> str:
     return (f"backup written to {r['path']}: {r['records']} record(s), {r['files']} file(s), "
             f"{r['bytes']} bytes")
+
+
+# --- agents: mcp, hook, connect (minionsd/agents/, imported only when these commands run) ---
+
+def _ctl_invocation(args: argparse.Namespace) -> list[str]:
+    """How an agent runs this minionsctl: absolute paths, and the daemon it should reach."""
+    beside = Path(sys.executable).absolute().parent / "minionsctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        command = [str(beside)]
+    else:
+        command = [str(Path(sys.executable).absolute()), "-m", "minionsd.cli"]
+    if args.socket:
+        return [*command, "--socket", str(Path(args.socket).expanduser().absolute())]
+    return [*command, "--home", str(_home(args))]
+
+
+def _identity_args(args: argparse.Namespace) -> list[str]:
+    words = ["--agent", args.agent] if args.agent else []
+    return words + (["--project", args.project] if args.project else [])
+
+
+def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd.agents import connect
+
+    if not args.agent:
+        args.agent = args.target
+    try:
+        result = connect.run(args.target, args.scope, _ctl_invocation(args),
+                             _identity_args(args), args.print_only)
+    except connect.ConnectError as exc:
+        raise CommandError(str(exc)) from None
+    return result, connect.describe
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
+    from minionsd.agents.session import Session
+
+    try:
+        session = Session.create(args.home, args.socket, resolve_agent(args.agent),
+                                 resolve_project(args.project))
+    except IdentityError as exc:
+        print(f"minionsctl mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from minionsd.agents import mcp_server
+
+    try:
+        return mcp_server.run(session)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    from minionsd.agents import hooks
+
+    return hooks.run(args.hook_agent, args.event, home=args.home, socket=args.socket,
+                     agent=args.agent, project=args.project)
+
+
+def is_hook_invocation(argv: list[str]) -> bool:
+    """Whether the command word of `argv` (after --home/--socket values) is `hook`."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--home", "--socket"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word == "hook"
+    return False
+
+
+AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
+                                                                  "hook": run_hook}
+
+
+def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
+    def identity(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--agent", help="author and agent of this session "
+                                       "(default $MINIONS_AGENT, else 'agent')")
+        p.add_argument("--project", help="project name, or 'auto' (default): the git remote "
+                                         "origin's repository name, else the directory name")
+
+    identity(add("mcp", "serve the memory tools over MCP on stdio (agents start this)"))
+    p = add("hook", "run a Claude Code hook (hook JSON on stdin; never fails the session)")
+    # Free-form, not choices: a usage error's exit 2 would block the user's prompt.
+    p.add_argument("hook_agent", metavar="AGENT", nargs="?", default="", help="claude-code")
+    p.add_argument("event", metavar="EVENT", nargs="?", default="",
+                   help="session-start or user-prompt")
+    identity(p)
+    p = add("connect", "register the MCP server (and Claude Code's hooks) in an agent's config")
+    p.add_argument("target", metavar="AGENT", choices=("claude-code", "codex", "cursor"),
+                   help="claude-code, codex or cursor")
+    p.add_argument("--scope", choices=("user", "project"), default="user",
+                   help="user config (default) or this directory's project config")
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print the entries and the files they go to, write nothing")
+    identity(p)
 
 
 COMMANDS: dict[str, Callable[..., Any]] = {
@@ -350,7 +474,10 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "note": _simple("inbox.submit", _note_params,
                     lambda r: f"{'duplicate, not written' if r['duplicate'] else 'written'}: "
                               f"{r['path']}"),
-    "inbox": _simple("inbox.list", lambda a: {}, _fmt_inbox),
+    "inbox": _simple("inbox.list", lambda a: {"quarantined": True} if a.quarantined else {},
+                     _fmt_inbox),
+    "inbox requeue": _simple("inbox.requeue", lambda a: {"name": a.name},
+                             lambda r: f"requeued: {r['path']}"),
     "consolidate": _simple("consolidation.run", lambda a: {"force": a.force}, _fmt_consolidate),
     "search": _simple("memory.search", _search_params, _fmt_search),
     "show": _simple("memory.get", lambda a: {"id": a.id}, _fmt_record),
@@ -359,6 +486,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "retract": _simple("memory.retract", lambda a: {"id": a.id, "reason": a.reason},
                        _fmt_record),
     "supersede": _simple("memory.supersede", lambda a: {"id": a.id, "by": a.by}, _fmt_record),
+    "purge": _simple("memory.purge", lambda a: {"id": a.id, "reason": a.reason}, _fmt_purge),
     "kb add": _simple("knowledge.create", _kb_add_params,
                       lambda r: f"created {r['path']} ({r['record_id']})"),
     "kb list": _simple("knowledge.list",
@@ -387,6 +515,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
                       _fmt_backup),
     "restore": cmd_restore,
     "service install": cmd_service_install,
+    "connect": cmd_connect,
 }
 
 
@@ -406,11 +535,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("init", "create the home layout and a commented config.toml")
     add("status", "show daemon, inbox, consolidation and record status")
     p = add("note", "submit a note to the inbox")
-    p.add_argument("text")
+    p.add_argument("text", help="the note's text, or - to read it from standard input")
     for opt in ("--author", "--title", "--kind", "--project", "--task", "--outcome"):
         p.add_argument(opt)
     p.add_argument("--hold", action="store_true")
-    add("inbox", "list inbox notes")
+    p = add("inbox", "list inbox notes (or, with --quarantined, the quarantined files)")
+    p.add_argument("--quarantined", action="store_true",
+                   help="list notes/quarantine/ with each file's reason")
+    inbox = p.add_subparsers(dest="sub", metavar="SUB")
+    add("requeue", "move a fixed file from notes/quarantine/ back into the inbox", inbox
+        ).add_argument("name")
     p = add("consolidate", "run a consolidation batch now")
     p.add_argument("--force", action="store_true", help="run even below the threshold")
     p = add("search", "full-text search over records")
@@ -422,6 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("show", "pin", "expire"):
         add(name, f"{name} a record").add_argument("id")
     p = add("retract", "retract a record")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p = add("purge", "delete a record for good (a leaked secret); lists files still holding it")
     p.add_argument("id")
     p.add_argument("--reason", required=True)
     p = add("supersede", "mark a record superseded by a newer one")
@@ -476,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help=where)
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="print the file instead of writing it")
+    add_agent_parsers(add)
     return parser
 
 
@@ -484,8 +622,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
+        if exc.code and is_hook_invocation(sys.argv[1:] if argv is None else argv):
+            return EXIT_OK  # exit 2 from a hook would block the user's prompt
         return EXIT_USAGE if exc.code else EXIT_OK
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
+    if name in AGENT_RUNNERS:
+        return AGENT_RUNNERS[name](args)
     slow = name in SLOW_COMMANDS
     client = Client(_socket(args), timeout=SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
     label = " ".join([name, *([args.job] if name == "maintenance" else [])])

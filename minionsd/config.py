@@ -67,6 +67,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "consolidation_max_batch": _int(50, "Most notes in one batch.", 1),
         "notes_max_bytes": _int(50000, "notes.md bound; older sections move to history.", 1024),
         "inbox_settle_ms": _int(500, "A note must be unchanged this long to be eligible."),
+        "inbox_max_wait_s": _int(
+            120, "Consolidate below the threshold once the oldest note waited this long; 0 = never."
+        ),
         "inbox_max_note_bytes": _int(1048576, "Bigger inbox files are quarantined.", 1),
         "rescan_interval_s": _int(60, "Periodic inbox rescan behind the watcher.", 1),
         "kb_sweep_interval_s": _int(86400, "How often the KB sweep runs.", 60),
@@ -84,6 +87,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "socket": Key("", str, "Socket path; empty = <home>/engine/minionsd.sock."),
         "max_request_bytes": _int(1048576, "Longest accepted request line.", 1024),
     },
+    "trust": {
+        "human_authors": Key(
+            [], list, "Authors whose notes get human trust; empty = the daemon user's login."
+        ),
+    },
 }
 AGENT_SCHEMA: dict[str, Key] = {
     "name": Key("", str, "Display name."),
@@ -93,7 +101,7 @@ AGENT_SCHEMA: dict[str, Key] = {
 
 def defaults() -> dict[str, Any]:
     return {
-        section: {name: key.default for name, key in keys.items()}
+        section: {name: copy.deepcopy(key.default) for name, key in keys.items()}
         for section, keys in SCHEMA.items()
     } | {"agents": {}}
 
@@ -143,6 +151,8 @@ def check_value(dotted: str, value: Any) -> Any:
         raise ConfigError(
             f"'{dotted}' must be {key.type.__name__}, got {type(value).__name__}", key=dotted
         )
+    if key.type is list and not all(isinstance(item, str) and item for item in value):
+        raise ConfigError(f"'{dotted}' must be a list of non-empty strings", key=dotted)
     if key.minimum is not None and value < key.minimum:
         raise ConfigError(f"'{dotted}' must be >= {key.minimum}, got {value}", key=dotted)
     return value

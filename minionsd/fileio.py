@@ -7,6 +7,7 @@ fsync the directory. A reader therefore sees the old or the new file, never a mi
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from filelock import FileLock
@@ -22,15 +23,39 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+def _temp_name(path: Path, tag: str) -> Path:
+    """A hidden temp name beside `path`: the pid and 6 random bytes (opened O_EXCL)."""
+    return path.with_name(f".{path.name}.{tag}.{os.getpid()}.{secrets.token_hex(6)}")
+
+
+def _write_temp(path: Path, tag: str, data: bytes, mode: int) -> Path:
+    """Write `data` to a fresh temp file beside `path` and fsync it; returns its path.
+
+    O_EXCL: a temp file is only ever this writer's own inode, so two writers can never
+    truncate or fill each other's file.
+    """
+    while True:
+        tmp = _temp_name(path, tag)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            break
+        except FileExistsError:
+            continue
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _write_temp(path, "tmp", data, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -61,13 +86,8 @@ def create_new_text(path: Path, text: str, mode: int = 0o600) -> None:
     exists, so a concurrent writer can never be overwritten and no half file is visible.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.new.{os.getpid()}")
+    tmp = _write_temp(path, "new", text.encode("utf-8"), mode)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
         os.link(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

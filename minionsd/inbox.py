@@ -23,11 +23,20 @@ from typing import Any
 import structlog
 
 from minionsd.clock import date_stamp, iso
+from minionsd.consolidate.breaker import content_hash
 from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
 from minionsd.fileio import atomic_write_text
 from minionsd.home import Home
-from minionsd.markdown import FrontMatterError, first_heading, parse_note, render_note, safe_slug
+from minionsd.markdown import (
+    FrontMatterError,
+    check_note_types,
+    first_heading,
+    parse_note,
+    read_note,
+    readable_slug,
+    render_note,
+)
 
 log = structlog.get_logger()
 
@@ -143,7 +152,10 @@ class Inbox:
         reason = None
         try:
             content = raw.decode("utf-8")
-            meta, _body = parse_note(content)
+            meta, _body, warnings = read_note(content)
+            meta, type_warnings = check_note_types(meta)
+            for warning in warnings + type_warnings:
+                log.warning("inbox.front_matter", name=entry.name, detail=warning)
             if not content.strip():
                 reason = "file is empty"
         except UnicodeDecodeError as exc:
@@ -187,9 +199,16 @@ def held_names(conn: sqlite3.Connection) -> set[str]:
 
 
 def submitted_names(conn: sqlite3.Connection) -> frozenset[str]:
-    """Names written by inbox.submit (complete on arrival). Old rows are harmless: a later
-    file with the same name is a duplicate that submit refuses to write."""
+    """Names written by inbox.submit (complete on arrival). Old rows are harmless: submit
+    never writes a second file under a name it has claimed before."""
     return frozenset(row[0] for row in conn.execute("SELECT name FROM inbox_submissions"))
+
+
+def prune_submissions(conn: sqlite3.Connection, before: datetime) -> int:
+    """Forget names inbox.submit claimed before `before` (names carry their day, so only
+    same-day submissions can ever meet them again). The findings table, which keeps one
+    finding per task for good, is separate and not pruned."""
+    return conn.execute("DELETE FROM inbox_submissions WHERE at < ?", (iso(before),)).rowcount
 
 
 def set_hold(conn: sqlite3.Connection, name: str, held: bool, now: datetime) -> None:
@@ -207,6 +226,7 @@ class Submission:
     kind: str
     author: str
     task: str | None
+    body: str  # the body as written under the front matter; duplicates compare this
 
 
 def check_author(author: object) -> str:
@@ -251,7 +271,7 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     date = date_stamp(now)
     slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
         or " ".join(body.split()[:8])
-    name = f"{author}-{safe_slug(slug_source)}-{date}.md"
+    name = f"{author}-{readable_slug(slug_source)}-{date}.md"
     meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
     if kind in ("finding", "feedback", "alert") or author == "engine":
         meta["agent"] = author
@@ -263,16 +283,60 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
         meta["hold"] = True
     if title and not first_heading(body):
         body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
-    text = render_note(meta, body if body.endswith("\n") else body + "\n")
-    return Submission(name, text, kind, author, task)
+    body = body if body.endswith("\n") else body + "\n"
+    return Submission(name, render_note(meta, body), kind, author, task, body)
+
+
+def body_hash(text: str) -> str:
+    """Hash of a note file's body (front matter left out), as duplicates are compared."""
+    try:
+        body = parse_note(text)[1]
+    except FrontMatterError:
+        body = text
+    return content_hash(body)
+
+
+def _known_hash(conn: sqlite3.Connection, name: str, inbox_dir: Path,
+                row: sqlite3.Row | None) -> str | None:
+    """Body hash of what was submitted (or lies in the inbox) as `name`; None = unknown."""
+    if row is not None and row["body_hash"]:
+        return row["body_hash"]
+    try:
+        return body_hash((inbox_dir / name).read_bytes().decode("utf-8", "replace"))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    journalled = conn.execute("SELECT content FROM batch_notes WHERE name = ? "
+                              "ORDER BY rowid DESC LIMIT 1", (name,)).fetchone()
+    return body_hash(journalled[0]) if journalled else None
+
+
+def numbered_name(name: str, n: int) -> str:
+    """The n-th name for a submission: `x.md`, then `x-2.md`, `x-3.md`, …"""
+    return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
 
 
 def record_submission(conn: sqlite3.Connection, sub: Submission, inbox_dir: Path,
-                      now: datetime) -> bool:
-    """Claim the name (and the task, for a finding) in state.db; False = duplicate."""
-    if (inbox_dir / sub.name).exists() or conn.execute(
-            "SELECT 1 FROM inbox_submissions WHERE name = ?", (sub.name,)).fetchone():
-        return False
+                      now: datetime) -> tuple[str, bool]:
+    """Claim a name (and the task, for a finding) in state.db: (name, written).
+
+    The first name not yet taken (in state.db or as an inbox file) is claimed, unless one of
+    the taken names already holds this exact body: then it is a duplicate, (that name, False),
+    and nothing is claimed. A note is never dropped because its name is taken.
+    """
+    digest = content_hash(sub.body)
+    n = 1
+    while True:
+        name = numbered_name(sub.name, n)
+        row = conn.execute("SELECT body_hash FROM inbox_submissions WHERE name = ?",
+                           (name,)).fetchone()
+        path = inbox_dir / name
+        if row is None and not (path.exists() or path.is_symlink()):
+            break
+        if _known_hash(conn, name, inbox_dir, row) == digest:
+            return name, False
+        n += 1
     if sub.kind == "finding":
         first = conn.execute("SELECT name, agent FROM findings WHERE task = ?",
                              (sub.task,)).fetchone()
@@ -280,6 +344,7 @@ def record_submission(conn: sqlite3.Connection, sub: Submission, inbox_dir: Path
             raise Conflict(f"task {sub.task!r} already has a finding: {first['name']} "
                            f"by {first['agent']}", first=first["name"])
         conn.execute("INSERT INTO findings (task, name, agent, at) VALUES (?, ?, ?, ?)",
-                     (sub.task, sub.name, sub.author, iso(now)))
-    conn.execute("INSERT INTO inbox_submissions (name, at) VALUES (?, ?)", (sub.name, iso(now)))
-    return True
+                     (sub.task, name, sub.author, iso(now)))
+    conn.execute("INSERT INTO inbox_submissions (name, at, body_hash) VALUES (?, ?, ?)",
+                 (name, iso(now), digest))
+    return name, True

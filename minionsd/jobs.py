@@ -7,21 +7,25 @@ pipeline uses, and SQL goes through the single writer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, knowledge, llm, records, telemetry
+from minionsd import ftsquery, inbox, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
-from minionsd.consolidate import notebooks
+from minionsd.consolidate import journal, notebooks
+from minionsd.consolidate.identity import author_trust, declared_author
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
@@ -32,6 +36,9 @@ log = structlog.get_logger()
 SWEPT_MAX_AGE = timedelta(days=30)
 TELEMETRY_KEEP = 100_000  # newest retrieval telemetry rows kept by the retention job
 CHANGES_KEEP = 50_000  # newest record_changes rows kept (an in-memory view reloads if behind)
+# Finished consolidation batches (with every note's journalled text) and inbox.submit's
+# claimed names are kept this long, then pruned by the retention job (docs/operations.md).
+JOURNAL_KEEP = timedelta(days=7)
 Report = dict[str, Any]
 
 
@@ -43,16 +50,21 @@ def expiry(app: App, now: datetime) -> Report:
 
 # --- rescan ---------------------------------------------------------------------------------
 
-def rescan(app: App, now: datetime) -> Report:
-    """Reconcile the inbox directory (the watcher's events are only hints)."""
-    check = app.hooks.get("check_watcher")
-    if check is not None:
+@dataclass(frozen=True)
+class InboxUpkeep:
+    """The running parts the rescan job reconciles, handed over by the daemon's wiring."""
+
+    check_watchers: tuple[Callable[[], None], ...]  # each restarts its observer if it died
+    scan: Callable[[], Report]  # reconcile the inbox directory, quarantine what is unreadable
+    poke: Callable[[], None]  # wake the batch trigger (safe from any thread)
+
+
+def rescan(app: App, now: datetime, upkeep: InboxUpkeep) -> Report:
+    """Reconcile the inbox directory (the watchers' events are only hints)."""
+    for check in upkeep.check_watchers:
         check()
-    scan = app.hooks.get("scan_inbox")
-    report = scan() if scan is not None else {}
-    poke = app.hooks.get("poke_inbox_threadsafe")
-    if poke is not None:
-        poke()
+    report = upkeep.scan()
+    upkeep.poke()
     return report
 
 
@@ -100,8 +112,41 @@ def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
     return meta, body, text
 
 
+_KB_SYNC = threading.Lock()  # one sweep or live file sync at a time (watch_kb.py)
+
+
 def kb_sweep(app: App, now: datetime) -> Report:
     """Bring added or edited KB files into SQL, soft-delete exact duplicates, report drift."""
+    with _KB_SYNC:
+        return _kb_sweep(app, now)
+
+
+def sync_kb_file(app: App, path: Path, now: datetime) -> str:
+    """The sweep for one knowledge file that changed on disk (the knowledge watcher's job).
+
+    A file that exists is imported or updated exactly as the sweep does; a file that is gone
+    loses its link, and a record that came from the file alone is retracted (as a swept file's
+    is). Returns what happened: imported, updated, unchanged, removed, deferred or unreadable.
+    """
+    rel = app.home.rel(path)
+    with _KB_SYNC:
+        if not path.is_file():
+            known = app.db.read_blocking(_kb_index)
+            if rel not in known:
+                return "unchanged"
+            app.db.write_blocking(_forget_file, rel, "file deleted from the knowledge base", now)
+            return "removed"
+        parsed = _read_entry(path)
+        if parsed is None:
+            return "unreadable"
+        meta, _body, text = parsed
+        report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
+        _import_entry(app, path, meta, text, app.db.read_blocking(_kb_index), now, report,
+                      defer_unlinked=True)
+        return next((k for k, v in report.items() if v), "unchanged")
+
+
+def _kb_sweep(app: App, now: datetime) -> Report:
     report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "duplicates_swept": [],
                       "pinned_skipped": 0, "unreadable": [], "missing_files": [],
                       "llm": "disabled"}
@@ -257,14 +302,18 @@ def _kb_index(conn: Any) -> dict[str, tuple[str, str | None]]:
 
 def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
                   known: dict[str, tuple[str, str | None]], now: datetime,
-                  report: Report) -> None:
+                  report: Report, defer_unlinked: bool = False) -> None:
+    """Import or update one file's record. With `defer_unlinked`, an entry consolidation
+    wrote whose note record is not in SQL yet is left alone (the batch is still running)."""
     rel = app.home.rel(path)
     digest = knowledge.sha256(text)
     previous = known.get(rel)
     if previous is not None and previous[0] == digest:
         report["unchanged"] += 1
         return
-    fields = knowledge.record_fields(rel, text, trust="human", author=None)
+    # A hand-added file is rated by the author its front matter names, like an inbox note.
+    trust = author_trust(declared_author(meta), app.human_authors())
+    fields = knowledge.record_fields(rel, text, trust=trust, author=None)
 
     def sync(conn: Any) -> str:
         record_id = previous[1] if previous else None
@@ -275,7 +324,15 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
             record_id = row["id"] if row else None
             if record_id is not None and previous is None:
                 knowledge.link_file(conn, rel, digest, record_id, now)
-                return "linked"
+                current = conn.execute("SELECT body FROM memory_records WHERE id = ?",
+                                       (record_id,)).fetchone()
+                if current is None or current["body"] == fields["body"]:
+                    return "linked"
+                # Edited by hand before it was first linked: the record follows the file.
+                records.update_content(conn, record_id, fields["title"], fields["body"], now)
+                return "updated"
+            if record_id is None and defer_unlinked:
+                return "deferred"
         if record_id is None:
             knowledge.insert_record(conn, rel, text, fields, now)
             return "imported"
@@ -284,6 +341,9 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
         return "updated"
 
     outcome = app.db.write_blocking(sync)
+    if outcome == "deferred":
+        report["deferred"] = report.get("deferred", 0) + 1
+        return
     report["imported" if outcome == "imported" else
            "updated" if outcome == "updated" else "unchanged"] += 1
 
@@ -321,7 +381,15 @@ def retention(app: App, now: datetime) -> Report:
             "archive_deleted": _bound_archive(app),
             "swept_pruned": _prune_swept(app, now),
             "telemetry_pruned": app.db.write_blocking(telemetry.prune, TELEMETRY_KEEP),
-            "changes_pruned": app.db.write_blocking(records.prune_changes, CHANGES_KEEP)}
+            "changes_pruned": app.db.write_blocking(records.prune_changes, CHANGES_KEEP),
+            **_prune_journal(app, now - JOURNAL_KEEP)}
+
+
+def _prune_journal(app: App, before: datetime) -> Report:
+    batches, notes = app.db.write_blocking(journal.prune_finished, before)
+    submissions = app.db.write_blocking(inbox.prune_submissions, before)
+    return {"batches_pruned": batches, "batch_notes_pruned": notes,
+            "submissions_pruned": submissions}
 
 
 _ENTRY_DATE = re.compile(r"^### (\d{4}-\d{2}-\d{2}):", re.MULTILINE)
@@ -464,10 +532,10 @@ def reindex(app: App, now: datetime) -> Report:
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
 
 
-JOBS: dict[str, Callable[[App, datetime], Report]] = {
-    "kb_sweep": kb_sweep,
-    "retention": retention,
-    "expiry": expiry,
-    "rescan": rescan,
-    "reindex": reindex,
-}
+Job = Callable[[App, datetime], Report]
+
+
+def job_table(upkeep: InboxUpkeep) -> dict[str, Job]:
+    """Every maintenance job by name, in the order `status.jobs` lists them."""
+    return {"kb_sweep": kb_sweep, "retention": retention, "expiry": expiry,
+            "rescan": functools.partial(rescan, upkeep=upkeep), "reindex": reindex}

@@ -7,6 +7,11 @@ newlines can never break the block (the original wrote raw `key: value` lines).
 
 Dates stay strings in both directions: `date: 2026-05-01` loads as the string "2026-05-01"
 and is written back unquoted, so metadata survives a JSON round trip and files stay greppable.
+
+Hand- and LLM-written notes often hold blocks that are not YAML only because of an unquoted
+colon (`title: Fix: retry storm`). Such a block, when every line is `key: value` with a
+recognised note key, is read line by line instead (`read_note` says so in its warnings); and
+`check_note_types` drops recognised keys whose value has the wrong type.
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ BOM = "\ufeff"
 _FENCE = "---"
 _SAFE_SLUG_RE = re.compile(r"[A-Za-z0-9._-]+")
 _H1_RE = re.compile(r"^#[ \t]+(\S.*)$", re.MULTILINE)
+_LINE_RE = re.compile(r"^([A-Za-z_]+): (.*)$")
+# The front-matter keys SPEC §2 recognises in inbox notes.
+NOTE_KEYS = ("id", "agent", "author", "date", "title", "kind", "project", "task", "pr", "hold",
+             "importance", "tags")
+_TEXT_KEYS = ("id", "agent", "author", "date", "title", "kind", "project", "task", "pr")
 SAFE_SLUG_MAX = 80
 _MD5_SUFFIX_LEN = 8
 
@@ -80,22 +90,107 @@ def _split_front_matter(text: str) -> tuple[str, str] | None:
 
 def parse_note(text: str) -> tuple[dict, str]:
     """Split a note into (front matter mapping, body); no front matter gives ({}, text)."""
+    meta, body, _warnings = read_note(text)
+    return meta, body
+
+
+def read_note(text: str) -> tuple[dict, str, list[str]]:
+    """parse_note plus warnings: why a block was read line by line instead of as YAML."""
     if text.startswith(BOM):
         text = text[len(BOM) :]
     split = _split_front_matter(text)
     if split is None:
-        return {}, text
+        return {}, text, []
     block, body = split
     try:
         meta = yaml.load(block, Loader=_Loader)  # _Loader derives from SafeLoader
     except yaml.YAMLError as exc:
-        raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+        lines = read_lines(block)
+        if lines is None:
+            raise FrontMatterError(f"front matter is not valid YAML: {exc}") from exc
+        error = " ".join(str(exc).split())
+        return lines, body, [f"front matter is not valid YAML ({error}); read it line by "
+                             f"line as `key: value` pairs: {', '.join(lines)}"]
     if meta is None:
-        return {}, body
+        return {}, body, []
     if not isinstance(meta, dict):
         kind = type(meta).__name__
         raise FrontMatterError(f"front matter must be a mapping of keys to values, not a {kind}")
-    return meta, body
+    return meta, body, []
+
+
+def _line_value(key: str, raw: str) -> Any:
+    """A line's value. Text keys keep the text as written (a `#` is not a comment there),
+    unquoted when wholly quoted; other keys read as a YAML scalar or flow list if they can."""
+    value = raw.strip()
+    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
+    if key in _TEXT_KEYS and not quoted:
+        return value
+    try:
+        loaded = yaml.load(value, Loader=_Loader)
+    except yaml.YAMLError:
+        return value
+    if isinstance(loaded, str | int | float | bool):
+        return loaded
+    if isinstance(loaded, list) and all(isinstance(v, str | int | float) for v in loaded):
+        return loaded
+    return value
+
+
+def read_lines(block: str) -> dict[str, Any] | None:
+    """Read a block whose every non-blank line is `<recognised key>: <value>`, split at the
+    first `: `; None when any line is not of that form (or a key repeats)."""
+    meta: dict[str, Any] = {}
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        match = _LINE_RE.match(line.rstrip("\r"))
+        if match is None or match.group(1) not in NOTE_KEYS or match.group(1) in meta:
+            return None
+        meta[match.group(1)] = _line_value(match.group(1), match.group(2))
+    return meta or None
+
+
+def check_note_types(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Drop recognised keys whose value has the wrong type; (kept mapping, warnings naming
+    each dropped key). Text keys take a string or a whole number (stored as text), `hold` true
+    or false, `importance` a number from 0 to 1, `tags` a list of words or one comma list."""
+    kept: dict[str, Any] = {}
+    warnings = []
+    for key, value in meta.items():
+        good, fixed = _typed(key, value)
+        if good:
+            kept[key] = fixed
+        else:
+            warnings.append(f"front matter key '{key}' ignored: {_EXPECTED[key]}, "
+                            f"got {value!r}"[:300])
+    return kept, warnings
+
+
+_EXPECTED = {**{k: "expected text" for k in _TEXT_KEYS}, "hold": "expected true or false",
+             "importance": "expected a number from 0 to 1", "tags": "expected a list of tags"}
+
+
+def _typed(key: str, value: Any) -> tuple[bool, Any]:
+    if key not in NOTE_KEYS:
+        return True, value
+    if key in _TEXT_KEYS:
+        if isinstance(value, str):
+            return True, value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, str(value)
+        return False, None
+    if key == "hold":
+        return isinstance(value, bool), value
+    if key == "importance":
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return (number and 0 <= value <= 1), value
+    if isinstance(value, str):  # tags
+        return True, [t.strip() for t in value.split(",") if t.strip()]
+    if isinstance(value, list) and all(isinstance(t, str | int | float) and
+                                       not isinstance(t, bool) for t in value):
+        return True, [str(t) for t in value]
+    return False, None
 
 
 def render_note(meta: dict[str, Any], body: str) -> str:
@@ -150,3 +245,13 @@ def safe_slug(slug: str, max_len: int = SAFE_SLUG_MAX) -> str:
     tag = hashlib.md5(slug.encode("utf-8", "surrogatepass")).hexdigest()[:_MD5_SUFFIX_LEN]
     base = slugify(trimmed, max(8, max_len - _MD5_SUFFIX_LEN - 1))
     return f"{base}-{tag}"[:max_len]
+
+
+def readable_slug(text: str, max_len: int = SAFE_SLUG_MAX) -> str:
+    """A file-name-safe slug a person can read: `text` itself when already safe, else its
+    slugified form (`VPN for deploys` -> `vpn-for-deploys`); `safe_slug`'s tagged form only
+    when slugifying leaves nothing (a title of only non-ASCII characters)."""
+    trimmed = text.strip()
+    if trimmed and len(trimmed) <= max_len and _SAFE_SLUG_RE.fullmatch(trimmed):
+        return trimmed
+    return slugify(trimmed, max_len).strip("-") or safe_slug(text, max_len)

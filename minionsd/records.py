@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -199,6 +200,14 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
     return record_id
 
 
+_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
+
+
+def plain_snippet(snippet: str | None) -> str | None:
+    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
+    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
+
+
 def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
                    now: datetime) -> tuple[str, bool]:
     """Insert unless a record with this content hash exists; (id, inserted)."""
@@ -352,8 +361,8 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             WHERE memory_fts MATCH :expr AND {condition}""",
         binds,
     ).fetchone()[0]
-    records = [to_wire(row) | {"snippet": row["snippet"], "rank": order[row["seq"]][0]}
-               for row in rows]
+    records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
+                               "rank": order[row["seq"]][0]} for row in rows]
     return {"records": records, "total": total}
 
 
@@ -453,7 +462,7 @@ def expire_due(conn: sqlite3.Connection, now: datetime) -> int:
 def status_counts(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
     """Records by status as reads show it (expired at read time included), without a scan.
 
-    The stored counts come from record_counts (migration 0007, kept by triggers); active
+    The stored counts come from record_counts (migration 0009, kept by triggers); active
     records whose expires_at has passed are counted as expired, from the index of active
     records with an expiry (few, and the expiry job stores their status regularly). One
     statement, so both parts come from one snapshot.

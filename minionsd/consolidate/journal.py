@@ -93,6 +93,17 @@ def finish(conn: sqlite3.Connection, batch_id: str, now: datetime, storm: bool) 
     put(conn, "last_mode", mode)
 
 
+def prune_finished(conn: sqlite3.Connection, before: datetime) -> tuple[int, int]:
+    """Delete finished batches (and their notes' journalled text) that ended before `before`;
+    (batches, notes) removed. Open batches are never touched: a restart redoes them."""
+    old = ("SELECT id FROM batches WHERE state = 'done' AND finished_at IS NOT NULL "
+           "AND finished_at < ?")
+    cutoff = (iso(before),)
+    notes = conn.execute(f"DELETE FROM batch_notes WHERE batch_id IN ({old})", cutoff).rowcount
+    batches = conn.execute(f"DELETE FROM batches WHERE id IN ({old})", cutoff).rowcount
+    return batches, notes
+
+
 def bump(conn: sqlite3.Connection, name: str) -> None:
     conn.execute("""INSERT INTO counters (name, value) VALUES (?, '1')
                     ON CONFLICT (name) DO UPDATE SET value = CAST(value AS INTEGER) + 1""",

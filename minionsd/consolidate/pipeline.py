@@ -12,15 +12,16 @@ the journal open for the next start.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import secrets
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -29,14 +30,16 @@ from minionsd import inbox as inbox_mod
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import classify, journal, notebooks, notesfile
+from minionsd.consolidate import gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
-from minionsd.consolidate.identity import has_notebook, is_temporary
+from minionsd.consolidate.filing import Filing, safe_meta, strip_front_matter
+from minionsd.consolidate.identity import author_trust, has_notebook
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
-from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
+from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, first_heading, parse_note
+from minionsd.markdown import FrontMatterError, parse_note
+from minionsd.redact import redact
 
 log = structlog.get_logger()
 
@@ -67,6 +70,7 @@ class BatchResult:
 class InboxState:
     notes: list[InboxNote]  # every processable note, oldest first; held ones flagged
     busy: set[str]  # names in an open (interrupted or running) batch
+    submitted: frozenset[str] = frozenset()  # written by inbox.submit (no settling time)
 
     def is_eligible(self, note: InboxNote) -> bool:
         return note.settled and not note.held and note.name not in self.busy
@@ -82,12 +86,18 @@ def mentioned_paths(text: str, limit: int = 50) -> list[str]:
 class Pipeline:
     """Runs batches synchronously (call from a worker thread)."""
 
-    def __init__(self, app: App, inbox: Inbox) -> None:
+    def __init__(self, app: App, inbox: Inbox, *,
+                 submit_note: Callable[[dict[str, Any]], Any],
+                 crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = inbox
+        # Writes the storm alert through inbox.submit's code (its duplicate rule makes a redo
+        # of the same batch write nothing).
+        self._submit_note = submit_note
         self._abandon = threading.Event()
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
-        self._crash_at: Callable[[str], None] = app.hooks.get("crash_at", lambda step: None)
+        self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
+        self.filing = Filing(app, self._step)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -115,28 +125,56 @@ class Pipeline:
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
-        return InboxState(notes, busy)
+        return InboxState(notes, busy, submitted)
 
     def eligible(self) -> list[InboxNote]:
         return self.inbox_state().eligible()
 
     def work_state(self) -> str:
         """"work": a batch should run now; "wait": notes are still settling; else "idle"."""
+        return self.work_plan()[0]
+
+    def work_plan(self) -> tuple[str, float | None]:
+        """(work_state, seconds until the oldest eligible note reaches its wait bound).
+
+        The second value is None when no wait bound is pending (no eligible note, the bound
+        is off, or a batch is due anyway).
+        """
         if self.app.db.read_blocking(journal.open_batch_ids):
-            return "work"
+            return "work", None
         state = self.inbox_state()
-        if len(state.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]:
-            return "work"
-        return "wait" if any(not n.settled for n in state.notes) else "idle"
+        eligible = state.eligible()
+        if len(eligible) >= self.app.config["engine.inbox_consolidate_threshold"]:
+            return "work", None
+        due_in = self._wait_due_in(eligible, state.submitted)
+        if due_in is not None and due_in <= 0:
+            return "work", None
+        return ("wait" if any(not n.settled for n in state.notes) else "idle"), due_in
+
+    def _waited_enough(self, eligible: list[InboxNote], submitted: frozenset[str]) -> bool:
+        due_in = self._wait_due_in(eligible, submitted)
+        return due_in is not None and due_in <= 0
+
+    def _wait_due_in(self, eligible: list[InboxNote], submitted: frozenset[str]) -> float | None:
+        """Seconds until the oldest eligible note has waited engine.inbox_max_wait_s since it
+        settled (<= 0: it has); None when the bound is off (0) or nothing is eligible."""
+        max_wait = self.app.config["engine.inbox_max_wait_s"]
+        if not max_wait or not eligible:
+            return None
+        settle_s = self.app.config["engine.inbox_settle_ms"] / 1000
+        settled_at = min(n.mtime + (0 if n.name in submitted else settle_s) for n in eligible)
+        return settled_at + max_wait - time.time()
 
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
         if recovered is not None:
             return recovered
-        notes = self.eligible()
+        state = self.inbox_state()
+        notes = state.eligible()
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
-        if not notes or (not force and len(notes) < threshold):
+        if not notes or (not force and len(notes) < threshold
+                         and not self._waited_enough(notes, state.submitted)):
             return BatchResult()
         batch = notes[: self.app.config["engine.consolidation_max_batch"]]
         batch_id = self._journal(batch)
@@ -180,7 +218,9 @@ class Pipeline:
     # --- executing a journalled batch ---------------------------------------------------------
 
     def execute(self, batch_id: str) -> BatchResult:
-        self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        self.filing.plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        # KB names come from titles, so they are chosen from the redacted text too.
+        self.filing.plan_kb(_redacted(self.app.db.read_blocking(journal.load, batch_id)))
         batch = self.app.db.read_blocking(journal.load, batch_id)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
@@ -190,13 +230,16 @@ class Pipeline:
             self.app.db.write_blocking(journal.set_digest, batch.id, result.mode, None)
             self._write_storm_alert(batch)
         else:
-            mode, digest = self._digest(batch)
+            # Every derived surface sees the redacted text; only the archive keeps the note
+            # as written. redact() is deterministic, so a redo derives the same text.
+            derived = _redacted(batch)
+            mode, digest = self._digest(derived)
             result.mode = mode
-            self._append_digest(batch, digest)
-            result.kb_entries = self._write_kb_entries(batch)
-            result.notebooks = self._append_notebooks(batch)
-            result.records_upserted = self._upsert_records(batch)
-        result.archived = self._archive(batch)
+            self._append_digest(derived, digest)
+            result.kb_entries = self.filing.write_kb_entries(derived)
+            result.notebooks = self._append_notebooks(derived)
+            result.records_upserted = self._upsert_records(derived)
+        result.archived = self.filing.archive(batch)
         result.notes = len(result.archived)
         self._step("finish")
         self.app.db.write_blocking(journal.finish, batch_id, self.app.now(), storm)
@@ -207,10 +250,14 @@ class Pipeline:
     def _digest(self, batch: journal.Batch) -> tuple[str, str]:
         if batch.mode is not None:
             return batch.mode, batch.digest or ""
-        notes = [DigestNote(n.name, n.author, n.content) for n in batch.notes]
-        existing = read_text(self.app.home.notes) or ""
+        notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
+                 for n in batch.notes]
+        # notes.md may predate redaction; what goes into a prompt is redacted either way.
+        existing = redact(read_text(self.app.home.notes) or "")
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
+        if digest:
+            self.app.note_event("llm_ok", purpose="digest")
         if digest is None:
             digest = regex_digest(notes, batch.date, existing)
         self._step("digest")
@@ -228,7 +275,10 @@ class Pipeline:
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
             base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
-            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing)
+            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing,
+            kb_paths={n.name: n.kb_path for n in notes if n.kb_path},
+            on_failure=lambda reason: self.app.note_event("llm_failure", purpose="digest",
+                                                          reason=reason))
 
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
@@ -248,51 +298,6 @@ class Pipeline:
                                                                         moved))
             atomic_write_text(notes_path, kept)
 
-    def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
-        return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
-
-    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
-        home = self.app.home
-        category = classify.classify(note.name, note.content)
-        rel = note.kb_path
-        while True:
-            if rel is None or not self._is_our_entry(home.root / rel, note):
-                directory = home.rel(home.category_dir(category))
-                name = classify.entry_name(batch.date, note.author, note.name, note.content)
-                # A name already holding this note's entry is reused, so a redo never writes
-                # a second copy even when the chosen path was not journalled.
-                rel = classify.unique_path(
-                    directory, name, lambda p: not self._is_our_entry(home.root / p, note))
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
-            target = home.root / rel
-            if target.exists():
-                return rel
-            self._step("kb")
-            try:
-                create_new_text(target, self._entry_text(note, category, batch.date),
-                                mode=0o644)
-                return rel
-            except FileExistsError:
-                rel = None  # another writer took the name since we chose it: choose again
-
-    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
-        source = note.archive_path or f"notes/inbox/{note.name}"
-        extra = {"entry_id": note.content_hash[:16]}
-        try:
-            return classify.render_entry(note.content, source=source, agent=note.author,
-                                         category=category, date=date, extra=extra)
-        except FrontMatterError:
-            return classify.render_entry(_strip_front_matter(note.content), source=source,
-                                         agent=note.author, category=category, date=date,
-                                         extra=extra)
-
-    @staticmethod
-    def _is_our_entry(path: Path, note: journal.JournalNote) -> bool:
-        text = read_text(path)
-        if text is None:
-            return True
-        return str(_safe_meta(text).get("entry_id")) == note.content_hash[:16]
-
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
         agents = self.app.config.agents
         counts: dict[str, int] = {}
@@ -306,8 +311,8 @@ class Pipeline:
                 if current is None or not notebooks.has_entry(current, entry_id):
                     entry = notebooks.render_entry(
                         entry_id=entry_id, date=batch.date, title=_title(note),
-                        body=_body(note.content), source=self._archive_rel(batch, note),
-                        meta=_safe_meta(note.content))
+                        body=_body(note.content), source=Filing.archive_rel(batch, note),
+                        meta=safe_meta(note.content))
                     self._step("notebook")
                     atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
             counts[note.author] = counts.get(note.author, 0) + 1
@@ -353,16 +358,17 @@ class Pipeline:
         digest, KB entry, notebook entry and archived copy are written as for any note) and
         the inbox file goes to the quarantine with the reason, for an operator to requeue."""
         reason = (f"its memory record cannot be stored ({_short(exc)}); the note is archived "
-                  f"as {self._archive_rel(batch, note)}")
+                  f"as {Filing.archive_rel(batch, note)}")
         log.error("consolidation.note_set_aside", batch=batch.id, name=note.name,
                   reason=reason)
-        # Only the file this batch read: a rewritten one is a new note, and a redo after a
-        # crash finds it gone and makes no second copy.
-        if read_text(self.app.home.inbox / note.name) == note.content:
+        # Only the file this batch read (by hash: `note` may be the redacted copy): a
+        # rewritten one is a new note, and a redo after a crash finds it gone.
+        current = read_text(self.app.home.inbox / note.name)
+        if current is not None and content_hash(current) == note.content_hash:
             self.inbox.quarantine(note.name, reason)
 
     def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
-        meta = _safe_meta(note.content)
+        meta = safe_meta(note.content)
         body = _body(note.content)
         project = meta.get("project") if isinstance(meta.get("project"), str) else None
         trust = self._trust(note.author)
@@ -372,7 +378,7 @@ class Pipeline:
         if isinstance(importance, bool) or not isinstance(importance, int | float) \
                 or not 0 <= importance <= 1:
             importance = DEFAULT_IMPORTANCE
-        archive_rel = self._archive_rel(batch, note)
+        archive_rel = Filing.archive_rel(batch, note)
         task = meta.get("task")
         pr = meta.get("pr")
         return {
@@ -389,73 +395,17 @@ class Pipeline:
                      "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
         }
 
-    @staticmethod
-    def _archive_rel(batch: journal.Batch, note: journal.JournalNote) -> str:
-        fallback = f"notes/archive/{classify.archive_name(batch.date, note.name)}"
-        return note.archive_path or fallback
-
     def _trust(self, author: str) -> str:
-        agents = self.app.config.agents
-        if author == "engine":
-            return "system"
-        if author in agents or is_temporary(author, agents):
-            return "agent"
-        return "human"
-
-    def _plan_archive(self, batch: journal.Batch) -> None:
-        """Fix every note's archive path up front: records and KB entries cite it."""
-        home = self.app.home
-        taken: set[str] = set()
-        for note in batch.notes:
-            if note.archive_path is None:
-                rel = classify.unique_path(
-                    home.rel(home.archive), classify.archive_name(batch.date, note.name),
-                    lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name,
-                                           archive_path=rel)
-                taken.add(rel)
-
-    def _archive(self, batch: journal.Batch) -> list[str]:
-        home = self.app.home
-        archived = []
-        for note in batch.notes:
-            rel = self._archive_rel(batch, note)
-            if not note.done:
-                self._step("archive")
-                self._move_to_archive(home.inbox / note.name, home.root / rel, note)
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name, done=1)
-            archived.append(rel)
-        return archived
-
-    @staticmethod
-    def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
-        if target.exists():
-            if source.exists() and read_text(source) == note.content:
-                source.unlink()  # already copied before a crash; the inbox copy is redundant
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            current = source.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current is not None and current.decode("utf-8", "replace") == note.content:
-            os.rename(source, target)
-        else:
-            # The inbox file vanished or was rewritten since the batch began: archive what
-            # the batch processed; a rewritten file stays in the inbox as a new note.
-            atomic_write_text(target, note.content)
+        return author_trust(author, self.app.human_authors())
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
-        writer = self.app.hooks.get("submit_note")
-        if writer is None:
-            return
         sample = batch.notes[0]
         body = (f"# Duplicate storm stopped\n\n{len(batch.notes)} copies of one note "
                 f"(first: {sample.name}, author {sample.author}) arrived in one batch. "
                 "They were archived without digest, KB, notebook or SQL writes.\n")
         self._step("alert")
-        writer({"body": body, "author": "engine", "kind": "alert",
-                "title": f"duplicate storm {batch.id}"})
+        self._submit_note({"body": body, "author": "engine", "kind": "alert",
+                           "title": f"duplicate storm {batch.id}"})
 
 
 # SQLite result codes (low byte) that say the database or the disk failed, not the note.
@@ -483,12 +433,11 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _holds_other(path: Path, content: str) -> bool:
-    """True when `path` exists with something other than this note (a free name is False)."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace") != content
-    except FileNotFoundError:
-        return False
+def _redacted(batch: journal.Batch) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
+    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
+    return dataclasses.replace(batch, notes=notes)
+
 
 
 def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], frozenset[str]]:
@@ -500,31 +449,15 @@ def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], froze
     return inbox_mod.held_names(conn), journal.names_in_open_batches(conn), submitted
 
 
-def _safe_meta(content: str) -> dict[str, Any]:
-    try:
-        return parse_note(content)[0]
-    except FrontMatterError:
-        return {}
-
 
 def _body(content: str) -> str:
     try:
         return parse_note(content)[1].strip()
     except FrontMatterError:
-        return _strip_front_matter(content).strip()
+        return strip_front_matter(content).strip()
 
-
-def _strip_front_matter(content: str) -> str:
-    if content.startswith("---"):
-        end = content.find("\n---", 3)
-        if end != -1:
-            return content[end + 4:].lstrip("\r\n")
-    return content
 
 
 def _title(note: journal.JournalNote) -> str:
-    meta = _safe_meta(note.content)
-    title = meta.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    return first_heading(_body(note.content)) or note.name.removesuffix(".md")
+    """Front matter `title`, else the first heading, else the first sentence (gist.py)."""
+    return gist.note_title(note.content)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import structlog
 
 from minionsd import inbox as inbox_mod
+from minionsd import quarantine
 from minionsd.app import App
 from minionsd.consolidate import journal
 from minionsd.consolidate.pipeline import Abandoned, Pipeline
@@ -27,20 +28,18 @@ log = structlog.get_logger()
 
 
 class ConsolidationService:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = Inbox(app.home)
-        self.pipeline = Pipeline(app, self.inbox)
+        self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
+                                 crash_at=crash_at)
+        self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        app.hooks["submit_note"] = self.submit_sync
-        app.hooks["poke_inbox"] = self.poke
-        app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
-        app.hooks["scan_inbox"] = self.scan_report
-        app.hooks["pause_consolidation"] = self.paused
+        self._wake: asyncio.TimerHandle | None = None  # the inbox_max_wait_s timer
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -59,6 +58,8 @@ class ConsolidationService:
     async def stop(self) -> None:
         self._stopping = True
         self.pipeline.abandon()
+        if self._wake is not None:
+            self._wake.cancel()
         if self._trigger_task is not None:
             self._trigger_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -98,16 +99,10 @@ class ConsolidationService:
 
     def scan_report(self) -> dict[str, Any]:
         """For the rescan job: reconcile the inbox directory (quarantining bad files)."""
-        before = self._quarantined()
+        before = self.quarantined.get()
         state = self.pipeline.inbox_state()
         return {"pending": len(state.notes), "eligible": len(state.eligible()),
-                "quarantined": self._quarantined() - before}
-
-    def _quarantined(self) -> int:
-        quarantine = self.app.home.quarantine
-        if not quarantine.is_dir():
-            return 0
-        return sum(1 for p in quarantine.iterdir() if not p.name.endswith(".reason.txt"))
+                "quarantined": self.quarantined.get() - before}
 
     async def _auto(self) -> None:
         """Run batches while the threshold is met; look again whenever the inbox moved.
@@ -122,7 +117,9 @@ class ConsolidationService:
             if not cfg["engine.auto_consolidate_memory"]:
                 return
             await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
-            state = await run_in_daemon_thread(self.pipeline.work_state, name="inbox-scan")
+            state, due_in = await run_in_daemon_thread(self.pipeline.work_plan,
+                                                       name="inbox-scan")
+            self._arm_wake(due_in)
             if state == "work":
                 try:
                     async with self._lock:
@@ -136,6 +133,18 @@ class ConsolidationService:
             elif state == "idle" and not self._dirty:
                 return
 
+    def _arm_wake(self, due_in: float | None) -> None:
+        """Look again when the oldest eligible note reaches engine.inbox_max_wait_s."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if due_in is not None and not self._stopping and self._loop is not None:
+            self._wake = self._loop.call_later(max(0.0, due_in) + 0.05, self.poke)
+
+    async def config_changed(self, key: str | None) -> None:
+        if key is None or key.startswith("engine."):
+            self.poke()  # a new threshold or wait bound may make a batch due (or later)
+
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
@@ -143,7 +152,8 @@ class ConsolidationService:
         counters = await self.app.db.read_light(journal.counters)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
-                      "held": sum(1 for n in state.notes if n.held)},
+                      "held": sum(1 for n in state.notes if n.held),
+                      "quarantined": self.quarantined.get()},
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),
@@ -157,17 +167,17 @@ class ConsolidationService:
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
         submission = inbox_mod.prepare_submission(params, now)
-        target = self.app.home.inbox / submission.name
+        inbox_dir = self.app.home.inbox
 
-        def claim_and_write(conn: Any) -> bool:
-            if not inbox_mod.record_submission(conn, submission, self.app.home.inbox, now):
-                return False
-            # Written inside the transaction: if the write fails the claim rolls back.
-            atomic_write_text(target, submission.text)
-            return True
+        def claim_and_write(conn: Any) -> tuple[str, bool]:
+            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
+            if fresh:
+                # Written inside the transaction: if the write fails the claim rolls back.
+                atomic_write_text(inbox_dir / name, submission.text)
+            return name, fresh
 
-        written = self.app.db.write_blocking(claim_and_write)
-        return {"name": submission.name, "path": self.app.home.rel(target),
+        name, written = self.app.db.write_blocking(claim_and_write)
+        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 
     def methods(self) -> dict[str, Any]:
@@ -181,7 +191,13 @@ class ConsolidationService:
             self.poke()
             return result
 
-        async def inbox_list() -> dict[str, Any]:
+        async def inbox_list(quarantined: Any = False) -> dict[str, Any]:
+            if not isinstance(quarantined, bool):
+                raise InvalidParams("'quarantined' must be true or false", param="quarantined")
+            if quarantined:
+                return {"quarantined": await run_in_daemon_thread(
+                    quarantine.list_quarantined, self.app.home.quarantine,
+                    name="inbox-list")}
             state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
@@ -198,10 +214,19 @@ class ConsolidationService:
             self.poke()
             return {"name": name, "held": held}
 
+        async def inbox_requeue(name: Any) -> dict[str, Any]:
+            taken = set(await self.app.db.read(inbox_mod.submitted_names))
+            new_name = await run_in_daemon_thread(
+                quarantine.requeue, self.app.home.quarantine, self.app.home.inbox, name, taken,
+                name="inbox-requeue")
+            self.poke()
+            return {"name": new_name, "path": self.app.home.rel(self.app.home.inbox / new_name)}
+
         async def consolidation_run(force: Any = False) -> dict[str, Any]:
             if not isinstance(force, bool):
                 raise InvalidParams("'force' must be true or false", param="force")
             return await self.run(force)
 
         return {"inbox.submit": inbox_submit, "inbox.list": inbox_list,
-                "inbox.hold": inbox_hold, "consolidation.run": consolidation_run}
+                "inbox.hold": inbox_hold, "inbox.requeue": inbox_requeue,
+                "consolidation.run": consolidation_run}

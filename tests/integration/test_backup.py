@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import backup, records
+from minionsd import backup, records, restore
 from minionsd.app import App
 from minionsd.client import RpcError
 from minionsd.config import load as load_config
@@ -157,7 +157,7 @@ def test_restore_refused_while_daemon_runs(daemon, short_home):
     assert "running" in refused.stderr and str(daemon.proc.pid) in refused.stderr
     assert daemon.call("pinned.get")["text"].strip() == "after"
     with pytest.raises(InvalidState):
-        backup.restore(target, daemon.home, force=True)
+        restore.restore(target, daemon.home, force=True)
 
 
 def test_restore_into_non_empty_home_needs_force(daemon, short_home):
@@ -202,7 +202,7 @@ def test_restore_rejects_incomplete_and_corrupt_backups(short_home, tmp_path):
     (partial / "engine").mkdir(parents=True)
     sqlite3.connect(partial / "engine" / "state.db").close()
     with pytest.raises(InvalidParams, match="minionsd-backup.json"):
-        backup.restore(partial, short_home)
+        restore.restore(partial, short_home)
     (partial / "minionsd-backup.json").write_text("{}")
     (partial / "engine" / "state.db").write_bytes(b"this is not a database" * 100)
     result = ctl(short_home, "restore", str(partial))
@@ -310,11 +310,11 @@ def test_restore_refuses_a_stale_fts_index(offline_app, short_home):
     conn.close()
     fresh = short_home.parent / "fresh"
     with pytest.raises(StorageError, match="not a sound"):
-        backup.restore(target, fresh)
+        restore.restore(target, fresh)
     assert not (fresh / "engine" / "state.db").exists()
 
 
-def test_backup_runs_inside_the_consolidation_pause_hook(offline_app, short_home):
+def test_backup_runs_inside_the_consolidation_pause(offline_app, short_home):
     app = offline_app
     target = short_home.parent / "backup"
     events = []
@@ -325,8 +325,7 @@ def test_backup_runs_inside_the_consolidation_pause_hook(offline_app, short_home
         yield
         events.append(("resumed", (target / "minionsd-backup.json").is_file()))
 
-    app.hooks["pause_consolidation"] = pause
-    create = backup.BackupSurface(app).methods()["backup.create"]
+    create = backup.BackupSurface(app, pause_consolidation=pause).methods()["backup.create"]
     result = asyncio.run(create(str(target)))
     assert result["path"] == str(target)
     assert events == [("paused", False), ("resumed", True)]

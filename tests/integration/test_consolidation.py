@@ -74,7 +74,7 @@ def test_threshold_batch_end_to_end(make_daemon, short_home):
     st = wait_for(lambda: (s := daemon.call("status"))["consolidation"]["batches"] and s,
                   what="batch marked done")
     assert st["consolidation"]["batches"] == 1 and st["consolidation"]["last_mode"] == "regex"
-    assert st["inbox"] == {"pending": 0, "eligible": 0, "held": 0}
+    assert st["inbox"] == {"pending": 0, "eligible": 0, "held": 0, "quarantined": 0}
     found = daemon.call("memory.search", query="UserCache flushed")
     assert found["total"] == 1
     record = found["records"][0]
@@ -84,7 +84,7 @@ def test_threshold_batch_end_to_end(make_daemon, short_home):
     trusts = {r["author"]: r["trust"] for r in
               daemon.call("memory.search", query="build data rules temporary notebook",
                           limit=50)["records"]}
-    assert trusts["bishop"] == "human" and trusts["temp-9"] == "agent"
+    assert trusts["bishop"] == "agent" and trusts["temp-9"] == "agent"  # not listed as human
 
 
 def test_quarantine_and_ignored_files(make_daemon, short_home):
@@ -92,7 +92,8 @@ def test_quarantine_and_ignored_files(make_daemon, short_home):
     daemon = make_daemon()
     inbox = home / "notes" / "inbox"
     drop(inbox, "bad-utf8.md", b"# hi\n\xff\xfe broken\n")
-    drop(inbox, "bad-yaml.md", "---\nagent: [unclosed\n---\nbody\n")
+    # Neither YAML nor `key: value` lines (SPEC §2), so it cannot be read either way.
+    drop(inbox, "bad-yaml.md", "---\nagent: [unclosed\n- a list item\n---\nbody\n")
     drop(inbox, "huge.md", "x" * 5000)
     target = drop(home, "outside.md", "secret")
     os.symlink(target, inbox / "link.md")
@@ -122,7 +123,7 @@ def test_holds_and_force(make_daemon, short_home):
     drop(inbox, "a-one.md", note("One", "first note body"), age_s=5)
     drop(inbox, "a-two.md", note("Two", "second note body", hold="true"), age_s=4)
     st = daemon.call("status")["inbox"]
-    assert st == {"pending": 2, "eligible": 1, "held": 1}
+    assert st == {"pending": 2, "eligible": 1, "held": 1, "quarantined": 0}
     assert daemon.call("inbox.hold", name="a-one.md", held=True) == {"name": "a-one.md",
                                                                       "held": True}
     assert daemon.call("consolidation.run", force=True)["mode"] == "nothing"
@@ -185,9 +186,13 @@ def test_submit_names_duplicates_and_findings(make_daemon, short_home):
     assert first["path"].startswith("notes/inbox/dallas-retry-helper-usage-")
     text = (daemon.home / first["path"]).read_text()
     assert text.startswith("---\n") and "title: 'Retry helper: usage'" in text
-    again = daemon.call("inbox.submit", body="other", author="dallas",
-                        title="Retry helper: usage")
+    again = daemon.call("inbox.submit", body="Use the retry helper: it backs off",
+                        author="dallas", title="Retry helper: usage")
     assert again == first | {"duplicate": True}
+    other = daemon.call("inbox.submit", body="other", author="dallas",
+                        title="Retry helper: usage")
+    assert other["duplicate"] is False
+    assert other["name"] == first["name"].removesuffix(".md") + "-2.md"
     with pytest.raises(RpcError) as err:
         daemon.call("inbox.submit", body="x", author="dallas", kind="finding")
     assert err.value.code == -32602 and "task" in err.value.detail
@@ -305,5 +310,6 @@ def test_submitted_notes_need_no_settling(make_daemon, short_home):
                 title="VPN for deploys")
     drop(short_home / "notes" / "inbox", "dropped-by-hand.md", note("Hand", "still settling"))
     result = daemon.call("consolidation.run", force=True)
-    assert result["notes"] == 1 and "-ops-vpn-for-deploys-" in result["archived"][0]
+    # A readable archive name: no hash tag, and the day is not repeated.
+    assert result["notes"] == 1 and result["archived"][0].endswith("-ops-vpn-for-deploys.md")
     assert [n["name"] for n in daemon.call("inbox.list")["notes"]] == ["dropped-by-hand.md"]

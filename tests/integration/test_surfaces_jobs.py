@@ -42,7 +42,7 @@ def test_knowledge_create_list_get(clocked):
     assert again["path"].endswith("retry-policy-2.md")
     assert (d.home / made["path"]).read_text() == text  # never overwritten
     record = d.call("memory.get", id=made["record_id"])
-    assert record["trust"] == "human" and record["scope"] == "project:atlas"
+    assert record["trust"] == "human" and record["scope"] == "project:atlas"  # SPEC 3.6
     assert record["source"] == made["path"]
     listed = d.call("knowledge.list", category="conventions")["entries"]
     assert {e["path"] for e in listed} == {made["path"], again["path"]}

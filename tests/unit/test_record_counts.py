@@ -1,4 +1,4 @@
-"""Records by status from the counters kept by triggers (migration 0007) always equal a count
+"""Records by status from the counters kept by triggers (migration 0009) always equal a count
 over the whole table, with read-time expiry (SPEC §7), whatever the lifecycle steps were."""
 
 from __future__ import annotations
@@ -88,14 +88,14 @@ def test_an_upgraded_database_starts_with_its_existing_records_counted(tmp_path:
     try:
         from minionsd.db import migrations
 
-        for version, _name, sql in migrations()[:6]:
+        for version, _name, sql in migrations()[:8]:
             conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
         conn.execute("BEGIN")
         ids = [new_record(conn, T0, None) for _ in range(5)]
         new_record(conn, T0, -1)  # already past its expiry: reads as expired
         records.retract(conn, ids[0], "wrong", T0)
         conn.execute("COMMIT")
-        assert migrate(conn) == list(range(7, len(migrations()) + 1))
+        assert migrate(conn) == list(range(9, len(migrations()) + 1))
         assert records.status_counts(conn, T0) == records.status_counts_by_scan(conn, T0) == {
             "active": 4, "superseded": 0, "retracted": 1, "expired": 1}
     finally:

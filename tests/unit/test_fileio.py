@@ -1,0 +1,69 @@
+"""fileio under concurrent writers: every temp file is its writer's own inode."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from minionsd.fileio import atomic_write_text, create_new_text
+
+
+def _race(target, n: int) -> list[BaseException | None]:
+    barrier = threading.Barrier(n)
+    outcome: list[BaseException | None] = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            target(i)
+        except BaseException as exc:  # collected for the assertions
+            outcome[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcome
+
+
+def test_create_new_text_one_winner_whose_text_is_intact(tmp_path: Path) -> None:
+    for round_no in range(20):
+        path = tmp_path / f"entry-{round_no}.md"
+        texts = [f"text of writer {i}\n" * (50 + i) for i in range(8)]
+        outcome = _race(lambda i, p=path, t=texts: create_new_text(p, t[i]), 8)
+        winners = [i for i, exc in enumerate(outcome) if exc is None]
+        assert len(winners) == 1
+        assert all(isinstance(exc, FileExistsError) for exc in outcome if exc is not None)
+        assert path.read_text() == texts[winners[0]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"entry-{n}.md" for n in range(20))  # no temp file left behind
+
+
+def test_atomic_write_text_concurrent_writers_leave_one_whole_text(tmp_path: Path) -> None:
+    path = tmp_path / "notes.md"
+    texts = [f"{i}" * (10_000 + i) for i in range(8)]
+    outcome = _race(lambda i: atomic_write_text(path, texts[i]), 8)
+    assert outcome == [None] * 8
+    assert path.read_text() in texts
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
+
+
+def test_quarantine_count_follows_quick_changes_and_old_directories(tmp_path: Path) -> None:
+    import os
+
+    from minionsd.quarantine import QuarantineCount
+
+    directory = tmp_path / "quarantine"
+    count = QuarantineCount(directory)
+    assert count.get() == 0
+    directory.mkdir()
+    for n in range(1, 30):  # many changes inside one coarse mtime tick
+        (directory / f"n{n}.md").write_text("x")
+        (directory / f"n{n}.md.reason.txt").write_text("why")
+        assert count.get() == n
+    os.utime(directory, (1_000_000_000, 1_000_000_000))  # an old, settled directory
+    assert count.get() == 29
+    assert count.get() == 29  # served from the cache
+    (directory / "n1.md").unlink()
+    assert count.get() == 28
