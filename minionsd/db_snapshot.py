@@ -45,7 +45,7 @@ def open_plain(path: Path) -> sqlite3.Connection:
 
 
 def record_count(conn: sqlite3.Connection) -> int:
-    return sum(records.status_counts(conn, system_clock()).values())
+    return sum(records.status_counts_by_scan(conn, system_clock()).values())
 
 
 def verify_db(path: Path) -> dict[str, Any]:

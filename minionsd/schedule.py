@@ -142,7 +142,7 @@ class Scheduler:
             return {"job": name, "at": iso(now), "report": report}
 
     async def status(self) -> dict[str, Any]:
-        last = await self.app.db.read(job_runs.last_runs)
+        last = await self.app.db.read_light(job_runs.last_runs)
         jobs = []
         for name in self.jobs:
             job = self._scheduler.get_job(name) if self._scheduler else None

@@ -8,6 +8,7 @@ finding is refused) stay in inbox.py.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -69,3 +70,11 @@ def claim_finding(conn: sqlite3.Connection, task: str | None, name: str, agent: 
                   now: datetime) -> None:
     conn.execute("INSERT INTO findings (task, name, agent, at) VALUES (?, ?, ?, ?)",
                  (task, name, agent, iso(now)))
+
+
+def submitted_among(conn: sqlite3.Connection, names: list[str]) -> frozenset[str]:
+    """Which of `names` inbox.submit wrote, looked up by name (the table of submitted names
+    keeps growing, the inbox does not)."""
+    return frozenset(row[0] for row in conn.execute(
+        "SELECT name FROM inbox_submissions WHERE name IN (SELECT value FROM json_each(?))",
+        (json.dumps(names),)))

@@ -149,7 +149,7 @@ class ConsolidationService:
 
     async def status(self) -> dict[str, Any]:
         state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
-        counters = await self.app.db.read(journal.counters)
+        counters = await self.app.db.read_light(journal.counters)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
