@@ -241,3 +241,14 @@ def test_a_secret_in_the_note_file_name_reaches_no_derived_surface(make_daemon, 
         assert GITHUB_TOKEN not in text, f"the token reached {surface}"
     assert "redacted-github_token" in record["source"]
     assert (home / record["source"]).read_text().startswith("---\n")  # the archived note
+
+
+def test_a_retraction_reason_is_redacted(daemon):
+    """memory_retract is an agent tool, so its reason is written text like a note's."""
+    rid = daemon.call("memory.add", body="quince migration uses blue green", type="semantic",
+                      scope="global", trust="agent", source="test")["id"]
+    done = daemon.call("memory.retract", id=rid, reason=f"wrong; use {GITHUB_TOKEN} instead")
+    got = daemon.call("memory.get", id=rid)
+    for text in (json.dumps(done), json.dumps(got)):
+        assert GITHUB_TOKEN not in text
+    assert got["retracted_reason"] == "wrong; use [REDACTED:github_token] instead"
