@@ -48,7 +48,7 @@ SECRET_KEYS = endings(
 # Between key and value: an optional closing quote of a JSON/YAML key (and `]` of a subscript,
 # `app.config['SECRET_KEY'] = ...`), then =, :, := or =>, horizontal space only (an empty
 # `password=` never swallows the next line).
-ASSIGN = r"[\"']?\]?[ \t]*(?::=|=>|=|:)[ \t]*"
+ASSIGN = r"(?P<closer>[\"']\]?|\])?[ \t]*(?::=|=>|=|:)[ \t]*"
 # Where a bare value ends.
 BARE_END = r"(?=[\s\"'`&,;<>)\]}]|$)"
 # What is not a literal secret, even after a secret-named key:
@@ -89,7 +89,11 @@ _QUOTED = (
     r"(?P<dq>\")" + NOT_LITERAL_QUOTED + r"(?:[^\"\\\n]|\\.)+\"?"
     r"|(?P<sq>')" + NOT_LITERAL_QUOTED + r"[^'\n]+'?"
 )
-VALUE = rf"(?:{_QUOTED}|{NOT_LITERAL_BARE}{_WORD})"
+# After a quoted or subscripted key (code: `"token": token`, `env["API_KEY"] = api_key`), an
+# unquoted lower-case name without digits is a variable, not a key (`SECRET=topsecret` in an
+# env file is still a value).
+IDENTIFIER = r"(?-i:[a-z_]{1,40})" + BARE_END
+VALUE = rf"(?:{_QUOTED}|{NOT_LITERAL_BARE}(?(closer)(?!{IDENTIFIER})){_WORD})"
 # A password after a colon is a YAML plain scalar: it runs to the end of the line (before a
 # ` #` comment), so `passphrase: correct horse battery staple` goes whole. No prose rule here.
 PASSWORD_VALUE = (
