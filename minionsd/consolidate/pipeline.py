@@ -28,7 +28,7 @@ import structlog
 from minionsd import records, submissions
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import gist, journal, notebooks, notesfile
+from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
 from minionsd.consolidate.filing import Filing, safe_meta, strip_front_matter
 from minionsd.consolidate.identity import author_trust, has_notebook
@@ -389,7 +389,7 @@ class Pipeline:
             "paths": mentioned_paths(body), "tags": tags[:50],
             "importance": float(importance), "confidence": 0.5,
             "expires_at": None, "created_at": None,
-            "meta": {"inbox_name": note.name, "batch": batch.id,
+            "meta": {"inbox_name": classify.redacted_name(note.name), "batch": batch.id,
                      "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
         }
 

@@ -96,6 +96,8 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         return await app.db.write(records.expire, _require_str(id, "id"), app.now())
 
     async def memory_retract(id: Any, reason: Any) -> dict[str, Any]:  # noqa: A002
+        if isinstance(reason, str):  # an agent tool writes it: redacted like a note
+            reason = redact(reason)
         return await app.db.write(records.retract, _require_str(id, "id"), reason, app.now())
 
     async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:  # noqa: A002
