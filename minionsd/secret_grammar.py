@@ -72,13 +72,16 @@ CODE = (
 )
 # A quoted "value" that starts with `)`, `,` ... is the end of a string holding the key
 # (`input('Password: ')`), not a value.
-NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|[)\]}},;])"
+# The request modes of fetch()'s `credentials` option ("include", "same-origin", "omit") are
+# words of an API, not secrets.
+FETCH_MODE = r"(?:include|same-origin|omit)"
+NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|{FETCH_MODE}[\"']|[)\]}},;])"
 # After a colon, a lower-case word followed by another is prose ("the API token: see the
 # vault"), not a YAML value.
 PROSE = r"(?:(?<=:)|(?<=:[ \t]))(?-i:[a-z]{1,12}[ \t]+\w)"
 _NOT_LITERAL = (
     rf"{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
-    r"|(?:null|none|true|false|nil|undefined)\b"
+    r"|(?:null|none|true|false|nil|undefined)\b" + rf"|{FETCH_MODE}\b"
     r"|[{\[]|![A-Za-z]"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
 )
 NOT_LITERAL_BARE = rf"(?!{_NOT_LITERAL}|{PROSE})"
