@@ -63,14 +63,16 @@ def _config_set(r: dict[str, Any]) -> str:
 # --- maintenance ------------------------------------------------------------------------------
 
 def _counted(noun: str, verb: str, plural_form: str | None = None) -> Callable[[Any], str]:
-    """`3 knowledge files imported`; for a list, its length and (up to five) its items."""
+    """`3 knowledge files imported`; for a list, its length and every item (more than three
+    items one per line)."""
     def say(value: Any) -> str:
         items = value if isinstance(value, list) else None
         count = len(items) if items is not None else value
         line = f"{fmt.plural(count, noun, plural_form)} {verb}"
-        if items:
-            shown = ", ".join(str(i) for i in items[:5])
-            line += f": {shown}" + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+        if items and len(items) <= 3:
+            line += ": " + ", ".join(fmt.text(i) for i in items)
+        elif items:
+            line += ":" + "".join(f"\n    {fmt.text(i)}" for i in items)
         return line
     return say
 
