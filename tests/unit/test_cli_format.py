@@ -190,3 +190,12 @@ def test_options_with_a_fixed_set_of_values_have_choices() -> None:
     assert choices("kb add", "category") == KB_CATEGORIES == knowledge.CATEGORIES
     assert choices("kb list", "category") == KB_CATEGORIES
     assert set(choices("maintenance", "job")) == set(JOBS) == set(admin.JOBS)
+
+
+def test_maintenance_lists_every_item_of_a_long_list() -> None:
+    names = [f"knowledge/reviews/{i}.md" for i in range(7)]
+    out = admin.fmt_maintenance({"job": "kb_sweep", "at": None,
+                                 "report": {"duplicates_swept": names}})
+    lines = out.splitlines()
+    assert lines[1] == "  7 exact duplicates moved to knowledge/_swept/:"
+    assert [line.strip() for line in lines[2:]] == names
