@@ -65,7 +65,12 @@ class Daemon:
             "index": {"fts_segments": await app.db.read(records.fts_segments)},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
-            "llm": {"configured": app.llm_api_key() is not None},
+            "llm": {"configured": app.llm_api_key() is not None,
+                    "last_failure": app.events.get("llm_failure"),
+                    "last_ok_at": (app.events.get("llm_ok") or {}).get("at")},
+            "config": {"path": str(app.config.path),
+                       "last_reload_failure": app.events.get("config_reload_failure"),
+                       "last_reload_at": (app.events.get("config_reload_ok") or {}).get("at")},
         }
         for component in self.components:
             contribute = getattr(component, "status", None)
@@ -94,7 +99,9 @@ class Daemon:
             self.app.config = config_mod.load(self.app.config.path, self.app.environ)
         except ConfigError as exc:
             log.error("config.reload_failed", detail=exc.detail)
+            self.app.note_event("config_reload_failure", reason=str(exc.detail)[:300])
             return
+        self.app.note_event("config_reload_ok")
         log.info("config.reloaded", path=str(self.app.config.path))
         await self.config_changed(None)
 
@@ -106,12 +113,11 @@ class Daemon:
 
     async def run(self) -> None:
         app = self.app
-        app.hooks["status"] = self.status
-        app.hooks["config_changed"] = self.config_changed
         extra: dict[str, Any] = {}
         for component in self.components:
             extra |= getattr(component, "methods", dict)()
-        dispatcher = Dispatcher(build_methods(app, extra))
+        dispatcher = Dispatcher(build_methods(app, status=self.status,
+                                              config_changed=self.config_changed, extra=extra))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_event.set)
@@ -213,12 +219,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_components(daemon: Daemon) -> list[Any]:
+def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
     from minionsd import components
-    from minionsd.health import Health
 
-    return [*components.build(daemon.app), Health(daemon.app, daemon.notifier)]
+    return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -275,12 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     if clock_file:
         app.clock = file_clock(Path(clock_file))
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
-    if crash_spec:
-        app.hooks["crash_at"] = crash_hook(crash_spec)
+    crash_at = crash_hook(crash_spec) if crash_spec else None
     daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
-        daemon.components = build_components(daemon)
+        daemon.components = build_components(daemon, crash_at)
         asyncio.run(daemon.run())
     except MinionsError as exc:
         print(f"minionsd: {exc.detail}", file=sys.stderr)

@@ -80,6 +80,8 @@ def cmd_service_install(args: argparse.Namespace, _call: Call) -> tuple[Any, For
     executable, home = _minionsd_executable(), str(home_of(args))
     try:
         text = service.render_unit(kind, executable, home)
+        if kind == "system":
+            service.check_system_paths(executable, home)
     except MinionsError as exc:
         raise CommandError(exc.detail) from None
     path = service.default_install_path(kind)

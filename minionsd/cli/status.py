@@ -55,7 +55,30 @@ def _retrieval(s: Section) -> tuple[str, set[str]]:
 
 def _llm(s: Section) -> tuple[str, set[str]]:
     line = "configured" if s.get("configured") else "not configured (regex digests)"
-    return line, {"configured"}
+    ok_at, failure = s.get("last_ok_at"), s.get("last_failure")
+    if ok_at:
+        line += f"; last answer used {fmt.moment(ok_at)}"
+    if isinstance(failure, dict):
+        line += (f"\n  last failure: {fmt.moment(failure.get('at'))} "
+                 f"({failure.get('purpose') or '-'}) {failure.get('reason') or ''}".rstrip())
+        if not ok_at or str(failure.get("at") or "") > str(ok_at):
+            line += "\n  (newer than the last answer used: digests use the regex path now)"
+    elif failure:
+        line += f"\n  last failure: {fmt.text(failure)}"
+    return line, {"configured", "last_ok_at", "last_failure"}
+
+
+def _config(s: Section) -> tuple[str, set[str]]:
+    line = str(s.get("path") or "-")
+    if s.get("last_reload_at"):
+        line += f"; last reloaded {fmt.moment(s['last_reload_at'])}"
+    failure = s.get("last_reload_failure")
+    if isinstance(failure, dict):
+        line += (f"\n  reload failed: {fmt.moment(failure.get('at'))}: "
+                 f"{failure.get('reason') or '-'} (the previous settings stay in force)")
+    elif failure:
+        line += f"\n  reload failed: {fmt.text(failure)}"
+    return line, {"path", "last_reload_at", "last_reload_failure"}
 
 
 def _health(s: Section) -> tuple[str, set[str]]:
@@ -69,8 +92,9 @@ def _health(s: Section) -> tuple[str, set[str]]:
     return ", ".join(parts), {"loop_lag_ms", "watcher_alive", "db_ok"}
 
 
-# Status sections in the order shown: key in the result -> builder of (summary line, the keys
-# it used). Keys a builder did not use are listed under its line.
+# Status sections in the order shown: key in the result -> builder of (its text: a summary
+# line, then any indented detail lines; the keys it used). Keys a builder did not use are
+# listed under its text.
 SECTIONS: dict[str, Callable[[Section], tuple[str, set[str]]]] = {
     "inbox": _inbox,
     "consolidation": _consolidation,
@@ -78,6 +102,7 @@ SECTIONS: dict[str, Callable[[Section], tuple[str, set[str]]]] = {
     "index": _index,
     "retrieval": _retrieval,
     "llm": _llm,
+    "config": _config,
     "health": _health,
 }
 HEAD_KEYS = {"version", "pid", "uptime_s", "home", "socket", "jobs"}

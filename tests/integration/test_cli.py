@@ -228,9 +228,11 @@ def test_service_install_print(tmp_path):
     assert "systemctl --user enable --now minionsd" in result.stderr
     plist = ok(run_ctl("--home", str(home), "service", "install", "--print", "--launchd"))
     assert f"<string>{executable}</string>" in plist and f"<string>{home}</string>" in plist
-    described = as_json(run_ctl("--home", str(home), "--json", "service", "install",
+    # A system unit has PrivateTmp=yes, so its home must live outside /tmp.
+    system_home = Path("/var/lib/minions home")
+    described = as_json(run_ctl("--home", str(system_home), "--json", "service", "install",
                                 "--print", "--system"))
-    assert described["minionsd"] == executable and described["home"] == str(home)
+    assert described["minionsd"] == executable and described["home"] == str(system_home)
     assert described["path"] == "/etc/systemd/system/minionsd.service"
     assert described["written"] is False and "ReadWritePaths" in described["unit"]
 

@@ -96,22 +96,43 @@ def test_status_reads_as_sections_and_a_jobs_table() -> None:
     assert "not scheduled" in rows[2] and rows[2].endswith("FAILED: database is locked")
 
 
+def test_status_shows_the_last_failures() -> None:
+    failing = json.loads(json.dumps(STATUS))
+    failing["llm"].update(last_ok_at="2026-12-01T15:01:00.000Z",
+                          last_failure={"at": "2026-12-01T15:02:00.000Z", "purpose": "digest",
+                                        "reason": "APIStatusError 529 overloaded"})
+    failing["config"] = {"path": "/h/config.toml", "last_reload_at": None,
+                         "last_reload_failure": {"at": "2026-12-01T15:03:00.000Z",
+                                                 "reason": "unknown key 'engine.x'"}}
+    out = status.fmt_status(failing)
+    assert_no_repr(out.replace("'engine.x'", "engine.x"))
+    lines = out.splitlines()
+    llm = lines.index("llm:           configured; last answer used 2026-12-01 15:01:00 UTC")
+    assert lines[llm + 1] == ("  last failure: 2026-12-01 15:02:00 UTC (digest) "
+                              "APIStatusError 529 overloaded")
+    assert lines[llm + 2].startswith("  (newer than the last answer used")
+    config = lines.index("config:        /h/config.toml")
+    assert lines[config + 1] == ("  reload failed: 2026-12-01 15:03:00 UTC: unknown key "
+                                 "'engine.x' (the previous settings stay in force)")
+    failing["llm"]["last_ok_at"] = "2026-12-01T15:04:00.000Z"  # a later success
+    assert "newer than" not in status.fmt_status(failing)
+
+
 def test_status_shows_fields_it_does_not_know() -> None:
     extended = json.loads(json.dumps(STATUS))
-    extended["llm"]["last_failure"] = {"at": "2026-12-01T15:02:00.000Z",
-                                       "error": "401 invalid x-api-key"}
-    extended["config"] = {"last_reload_failure": {"at": "2026-12-01T15:03:00.000Z",
-                                                  "error": "line 3: bad value"}}
+    extended["llm"]["last_hiccup"] = {"at": "2026-12-01T15:02:00.000Z", "error": "timeout"}
+    extended["cache"] = {"hits": 3, "last_miss": {"at": "2026-12-01T15:03:00.000Z",
+                                                  "key": "k", "why": "cold"}}
     extended["workers"] = 4
     extended["inbox"]["oldest_waiting_s"] = 12
     out = status.fmt_status(extended)
     assert_no_repr(out)
     lines = out.splitlines()
     llm = lines.index("llm:           configured")
-    assert lines[llm + 1] == "  last failure: 2026-12-01 15:02:00 UTC: 401 invalid x-api-key"
-    config = lines.index("config:")
-    assert lines[config + 1] == ("  last reload failure: 2026-12-01 15:03:00 UTC: "
-                                 "line 3: bad value")
+    assert lines[llm + 1] == "  last hiccup: 2026-12-01 15:02:00 UTC: timeout"
+    cache = lines.index("cache:")
+    assert lines[cache + 1:cache + 3] == ["  hits: 3",
+                                          "  last miss: 2026-12-01 15:03:00 UTC: key=k, why=cold"]
     assert "workers:       4" in lines and "  oldest waiting s: 12" in lines
     # A section of a type the formatter does not expect is shown, not a crash.
     odd = dict(STATUS, records="unavailable")
@@ -182,14 +203,14 @@ def test_options_with_a_fixed_set_of_values_have_choices() -> None:
     import minionsd.inbox
     import minionsd.records
     from minionsd.home import KB_CATEGORIES
-    from minionsd.jobs import JOBS
+    from minionsd.jobs import job_table
 
     assert choices("search", "type") == minionsd.records.TYPES == records.TYPES
     assert choices("search", "status") == minionsd.records.STATUSES == records.STATUSES
     assert choices("note", "kind") == minionsd.inbox.KINDS == inbox.KINDS
     assert choices("kb add", "category") == KB_CATEGORIES == knowledge.CATEGORIES
     assert choices("kb list", "category") == KB_CATEGORIES
-    assert set(choices("maintenance", "job")) == set(JOBS) == set(admin.JOBS)
+    assert choices("maintenance", "job") == tuple(job_table(None)) == admin.JOBS  # type: ignore[arg-type]
 
 
 def test_maintenance_lists_every_item_of_a_long_list() -> None:
