@@ -74,8 +74,11 @@ def _config(s: Section) -> tuple[str, set[str]]:
         line += f"; last reloaded {fmt.moment(s['last_reload_at'])}"
     failure = s.get("last_reload_failure")
     if isinstance(failure, dict):
+        later = str(s.get("last_reload_at") or "") > str(failure.get("at") or "")
         line += (f"\n  reload failed: {fmt.moment(failure.get('at'))}: "
-                 f"{failure.get('reason') or '-'} (the previous settings stay in force)")
+                 f"{failure.get('reason') or '-'} ("
+                 + ("a later reload succeeded)" if later
+                    else "the previous settings stay in force)"))
     elif failure:
         line += f"\n  reload failed: {fmt.text(failure)}"
     return line, {"path", "last_reload_at", "last_reload_failure"}

@@ -116,6 +116,8 @@ def test_status_shows_the_last_failures() -> None:
                                  "'engine.x' (the previous settings stay in force)")
     failing["llm"]["last_ok_at"] = "2026-12-01T15:04:00.000Z"  # a later success
     assert "newer than" not in status.fmt_status(failing)
+    failing["config"]["last_reload_at"] = "2026-12-01T15:04:00.000Z"
+    assert "engine.x' (a later reload succeeded)" in status.fmt_status(failing)
 
 
 def test_status_shows_fields_it_does_not_know() -> None:
