@@ -222,3 +222,11 @@ def test_maintenance_lists_every_item_of_a_long_list() -> None:
     lines = out.splitlines()
     assert lines[1] == "  7 exact duplicates moved to knowledge/_swept/:"
     assert [line.strip() for line in lines[2:]] == names
+
+
+def test_every_cli_module_is_under_400_lines() -> None:
+    from pathlib import Path
+
+    sizes = {p.name: len(p.read_text().splitlines())
+             for p in Path(fmt.__file__).parent.glob("*.py")}
+    assert len(sizes) >= 10 and max(sizes.values()) < 400, sizes
