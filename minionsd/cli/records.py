@@ -1,6 +1,7 @@
 """minionsctl's record commands: `search` and `show`, and the record lifecycle (`pin`,
 `retract`, `supersede`, `expire`). Each is one JSON-RPC call; a lifecycle command answers
-with a sentence naming the record and its new state."""
+with a sentence naming the record and its new state. A new lifecycle command is one entry in
+LIFECYCLE (call and sentence) and its arguments in add_lifecycle_parsers."""
 
 from __future__ import annotations
 
