@@ -1,5 +1,5 @@
 """minionsctl's record commands: `search` and `show`, and the record lifecycle (`pin`,
-`retract`, `supersede`, `expire`). Each is one JSON-RPC call; a lifecycle command answers
+`retract`, `supersede`, `expire`, `purge`). Each is one JSON-RPC call; a lifecycle command answers
 with a sentence naming the record and its new state. A new lifecycle command is one entry in
 LIFECYCLE (call and sentence) and its arguments in add_lifecycle_parsers."""
 
@@ -96,12 +96,23 @@ def _expired(r: dict[str, Any]) -> str:
     return f"expired {name_of(r)} as of {fmt.moment(r.get('expires_at'))}"
 
 
+def _purged(r: dict[str, Any]) -> str:
+    head = f"purged {r['id']} at {fmt.moment(r.get('purged_at'))}"
+    files = r.get("files") or []
+    if not files:
+        return head + "; no file in the home holds its text"
+    return "\n".join([f"{head}; {fmt.plural(len(files), 'file')} still "
+                      f"{'holds' if len(files) == 1 else 'hold'} its text (edit by hand):",
+                      *(f"  {path}" for path in files)])
+
+
 LIFECYCLE = {
     "pin": simple("memory.pin", lambda a: {"id": a.id}, _pinned),
     "retract": simple("memory.retract", lambda a: {"id": a.id, "reason": a.reason},
                       _retracted),
     "supersede": simple("memory.supersede", lambda a: {"id": a.id, "by": a.by}, _superseded),
     "expire": simple("memory.expire", lambda a: {"id": a.id}, _expired),
+    "purge": simple("memory.purge", lambda a: {"id": a.id, "reason": a.reason}, _purged),
 }
 
 
@@ -117,6 +128,9 @@ def add_lifecycle_parsers(add: AddParser) -> None:
                    help="the id of the newer record that replaces it")
     add("expire", "expire a record now").add_argument("id", metavar="ID",
                                                       help="the record's id (M-...)")
+    p = add("purge", "delete a record for good (a leaked secret); lists files still holding it")
+    p.add_argument("id", metavar="ID", help="the record's id (M-...)")
+    p.add_argument("--reason", required=True, help="why it goes (kept in the purge audit)")
 
 
 # --- search and show --------------------------------------------------------------------------

@@ -179,6 +179,7 @@ def test_json_before_and_after_every_command():
         "consolidate": [],
         "search": ["q"], "show": ["M-1"], "pin": ["M-1"], "expire": ["M-1"],
         "retract": ["M-1", "--reason", "r"], "supersede": ["M-1", "--by", "M-2"],
+        "purge": ["M-1", "--reason", "r"],
         "kb add": ["--category", "reviews", "--title", "t"], "kb list": [],
         "kb show": ["knowledge/reviews/x.md"], "pinned show": [], "pinned set": ["x"],
         "pinned append": ["x"], "retrieve": ["--task", "-"], "prompt": ["--task", "-"],

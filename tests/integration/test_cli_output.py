@@ -96,7 +96,7 @@ def test_status_inbox_search_show_read_as_text(home_with_data):
 
 def test_lifecycle_commands_answer_with_a_sentence(home_with_data):
     daemon, ctl = home_with_data
-    ids = [r["id"] for r in daemon.call("memory.search", query="token", limit=4)["records"]]
+    ids = [r["id"] for r in daemon.call("memory.search", query="token", limit=5)["records"]]
     title = daemon.call("memory.get", id=ids[0])["title"]
     out = readable(ok(ctl("pin", ids[0])))
     assert out.strip() == f"pinned {ids[0]} ({title}): status active, trust human"
@@ -108,6 +108,12 @@ def test_lifecycle_commands_answer_with_a_sentence(home_with_data):
     assert raw["status"] == "retracted" and raw["retracted_reason"] == "wrong file"
     again = ctl("retract", ids[3], "--reason", "twice")
     assert again.returncode == 1 and again.stderr.startswith("minionsctl: ")
+    out = readable(ok(ctl("purge", ids[4], "--reason", "leaked a token")))
+    head, *files = out.splitlines()
+    assert re.match(rf"purged {ids[4]} at 20\S+ \S+ UTC; {len(files)} files? still holds? its "
+                    r"text \(edit by hand\):$", head), head
+    assert files and all(line.startswith("  notes") or line.startswith("  knowledge/")
+                         for line in files), files
 
 
 def test_note_consolidate_kb_pinned_read_as_text(home_with_data, tmp_path):
