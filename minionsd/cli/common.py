@@ -45,10 +45,22 @@ def socket_of(args: argparse.Namespace) -> Path:
     return Path(args.socket).expanduser() if args.socket else socket_for_home(home_of(args))
 
 
+def read_stdin() -> str:
+    """Standard input as strict UTF-8 (a leading BOM dropped), whatever the locale says:
+    bytes that are not UTF-8 are refused, never replaced."""
+    raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not valid UTF-8 ({exc.reason} at byte "
+                         f"{exc.start}); convert it first, e.g. iconv -f latin1 -t utf-8"
+                         ) from None
+
+
 def read_input(source: str) -> str:
     """The text of a file, or of standard input for `-`."""
     if source == "-":
-        return sys.stdin.read()
+        return read_stdin()
     try:
         return Path(source).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

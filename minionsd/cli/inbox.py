@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import sys
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import AddParser, UsageError, copy_options, simple
+from minionsd.cli.common import AddParser, UsageError, copy_options, read_stdin, simple
 
 # The daemon's note kinds (minionsd.inbox.KINDS; not imported here, it is heavy).
 KINDS = ("note", "finding", "feedback", "alert")
@@ -17,7 +16,7 @@ KINDS = ("note", "finding", "feedback", "alert")
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
     body = args.text
     if body == "-":
-        body = sys.stdin.read()
+        body = read_stdin()
         if not body.strip():
             raise UsageError("note -: standard input was empty; pipe the note's text in, "
                              "e.g. printf 'text' | minionsctl note -")
@@ -40,7 +39,8 @@ def fmt_inbox(result: dict[str, Any]) -> str:
         return (f"{fmt.plural(len(files), 'file')} in notes/quarantine/ "
                 "(fix one, then: minionsctl inbox requeue NAME)\n\n"
                 + fmt.table(("name", "quarantined", "reason"),
-                            [(q["name"], fmt.moment(q.get("at")), q.get("reason"))
+                            [(q["name"], fmt.moment(q.get("at")),
+                              " ".join(str(q.get("reason") or "-").split()))  # one line each
                              for q in files]))
     notes = result["notes"]
     if not notes:

@@ -5,7 +5,7 @@ Exit codes: 0 ok, 1 an error reported by the daemon (or by a local command), 2 u
 daemon is not reachable. Under --json an error is printed on stderr as
 `{"error": {"code", "message", "detail"}}` (a daemon error's code is its JSON-RPC code and its
 `data` is kept; the client's own errors have a word as code: usage, failed, unreachable,
-connection_lost, interrupted).
+connection_lost, timeout, connection_failed, interrupted).
 """
 
 from __future__ import annotations
@@ -95,20 +95,32 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         report(as_json, str(exc), "failed", f"{name} failed", str(exc))
         return EXIT_ERROR
-    except DaemonUnavailable:
+    except DaemonUnavailable as exc:
         start = (f"minionsd --home {home_of(args)}   (or scripts/run, or "
                  "systemctl --user start minionsd)")
-        report(as_json, f"minionsd is not running (no answer on {client.socket_path}).\n"
-               f"Start it with: {start}", "unreachable", "minionsd is not running",
-               f"no answer on {client.socket_path}; start it with: {start}")
+        if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
+            # Connecting failed: nothing listens there, so the request never left.
+            report(as_json, f"minionsd is not running (no answer on {client.socket_path}).\n"
+                   f"Start it with: {start}", "unreachable", "minionsd is not running",
+                   f"no answer on {client.socket_path}; start it with: {start}")
+        else:
+            why = (f"minionsd went away before answering ({exc}); the request may or may not "
+                   "have been carried out. The daemon's log says why it stopped; "
+                   "`minionsctl status` shows whether it is back.")
+            report(as_json, f"{why}\nTo start it again: {start}", "connection_lost",
+                   "minionsd went away before answering", f"{why} To start it again: {start}")
         return EXIT_UNREACHABLE
     except RpcError as exc:
         report(as_json, f"{exc.message}: {exc.detail or ''}".rstrip(": "), exc.code,
                exc.message, exc.detail, exc.data)
         return EXIT_ERROR
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        report(as_json, f"lost the connection to minionsd: {exc}", "connection_lost",
-               "lost the connection to minionsd", str(exc))
+    except TimeoutError as exc:
+        why = f"{exc}; minionsd is busy or hung, and the request may still complete"
+        report(as_json, why, "timeout", "no answer in time", why)
+        return EXIT_UNREACHABLE
+    except OSError as exc:
+        report(as_json, f"cannot talk to minionsd on {client.socket_path}: {exc}",
+               "connection_failed", "cannot talk to minionsd", str(exc))
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         report(as_json, "interrupted (a job already sent keeps running in the daemon)",

@@ -13,7 +13,13 @@ from minionsd import purge, records
 from minionsd.app import RESTART_KEYS, App
 from minionsd.config import check_value, lookup_key
 from minionsd.errors import ConfigError, InvalidParams, NotFound
+from minionsd.redact import redact
 from minionsd.rpc.protocol import Handler
+from minionsd.threads import run_in_daemon_thread
+
+
+def _redact_pair(title: str, body: str) -> tuple[str, str]:
+    return redact(title), redact(body)
 
 
 def _require_str(value: Any, name: str) -> str:
@@ -60,6 +66,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
             {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
             | optional
         )
+        # A record is a derived surface like any other: no secret is stored (SPEC §3.1).
+        # Off the event loop: a megabyte body takes about a second to redact.
+        fields["title"], fields["body"] = await run_in_daemon_thread(
+            _redact_pair, fields["title"], fields["body"], name="redact")
         record_id = await app.db.write(records.insert, fields, app.now())
         return {"id": record_id}
 

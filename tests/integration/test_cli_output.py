@@ -99,7 +99,8 @@ def test_lifecycle_commands_answer_with_a_sentence(home_with_data):
     ids = [r["id"] for r in daemon.call("memory.search", query="token", limit=5)["records"]]
     title = daemon.call("memory.get", id=ids[0])["title"]
     out = readable(ok(ctl("pin", ids[0])))
-    assert out.strip() == f"pinned {ids[0]} ({title}): status active, trust human"
+    trust = daemon.call("memory.get", id=ids[0])["trust"]
+    assert out.strip() == f"pinned {ids[0]} ({title}): status active, trust {trust}"
     out = readable(ok(ctl("expire", ids[1])))
     assert out.startswith(f"expired {ids[1]} (") and " as of 20" in out
     out = readable(ok(ctl("supersede", ids[2], "--by", ids[0])))
