@@ -119,8 +119,10 @@ def _event(value: Any) -> str:
     """A reported event (`{at, error, ...}`) as `time: the rest`; other values as words."""
     if isinstance(value, dict) and "at" in value:
         rest = {k: v for k, v in value.items() if k != "at"}
-        details = [fmt.text(v) for v in rest.values()] if len(rest) == 1 else [fmt.inline(rest)]
-        return f"{fmt.moment(value['at'])}: {details[0]}" if rest else fmt.moment(value["at"])
+        if not rest:
+            return fmt.moment(value["at"])
+        said = fmt.text(next(iter(rest.values()))) if len(rest) == 1 else fmt.inline(rest)
+        return f"{fmt.moment(value['at'])}: {said}"
     return fmt.text(value)
 
 
@@ -135,7 +137,7 @@ _PAIR = re.compile(r"^\w+=[^,=]*$")
 
 
 def job_result(last: dict[str, Any] | None) -> str:
-    """`ok: unchanged=1` or `failed: why`; a summary of `key=value` items loses its zeros."""
+    """`ok: unchanged=1` or `FAILED: why`; a summary of `key=value` items loses its zeros."""
     if not last:
         return "-"
     summary = str(last.get("summary") or "")
