@@ -55,7 +55,13 @@ class Daemon:
 
     async def status(self) -> dict[str, Any]:
         app = self.app
-        counts = await app.db.read(records.status_counts, app.now())
+        # Every part at once: under load each hop to a thread waits for the GIL, so parts
+        # awaited one after the other would add those waits up.
+        contributions = [contribute() for component in self.components
+                         if (contribute := getattr(component, "status", None)) is not None]
+        counts, segments, *parts = await asyncio.gather(
+            app.db.read_light(records.status_counts, app.now()),
+            app.db.read_light(records.fts_segments), *contributions)
         result: dict[str, Any] = {
             "version": app.version,
             "pid": os.getpid(),
@@ -63,7 +69,7 @@ class Daemon:
             "home": str(app.home.root),
             "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
-            "index": {"fts_segments": await app.db.read(records.fts_segments)},
+            "index": {"fts_segments": segments},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
             "llm": {"configured": app.llm_api_key() is not None,
@@ -73,10 +79,8 @@ class Daemon:
                        "last_reload_failure": app.events.get("config_reload_failure"),
                        "last_reload_at": (app.events.get("config_reload_ok") or {}).get("at")},
         }
-        for component in self.components:
-            contribute = getattr(component, "status", None)
-            if contribute is not None:
-                result |= await contribute()
+        for part in parts:
+            result |= part
         result.setdefault("inbox", {"pending": 0, "eligible": 0, "held": 0, "quarantined": 0})
         result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
                                             "circuit_breaks": 0})

@@ -74,6 +74,11 @@ SAMPLE_ROWS = 3000  # newest rows used to estimate a common term's df
 POOL_FACTOR = 1.5  # rows scored with all terms, per returned candidate
 DF_CACHE_SECONDS = 300.0
 TF_MAX_CHARS = 65536  # per column: term counting reads at most this much of a huge body
+# FTS5 keeps at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE) and cuts a longer one
+# there, mid-character if need be, so the index then holds a term that is not valid UTF-8.
+# Such a word is still one word of its row, but no query term is that long (query terms have
+# at most 100 characters), so it gets no stem and is never counted or looked up.
+MAX_TOKEN_BYTES = 32768
 COUNTS_FORMAT = "2"  # first word of a stored term_counts value (see term_counts)
 
 _RECORD_COLUMNS = (
@@ -96,10 +101,13 @@ class _Stemmer:
     """Porter stems exactly as FTS5 makes them, from a private in-memory FTS5 table.
 
     Keys are UTF-8 words (lower-cased bytes, as :func:`_tokens` makes them); a word that FTS5
-    splits into several tokens, or drops, maps to None.
+    splits into several tokens, or drops, or one longer than MAX_TOKEN_BYTES, maps to None, and
+    so does a word whose stem FTS5 gives back as bytes that are not UTF-8. Looking words up
+    never fails on what the words hold.
     """
 
     _MAX_CACHE = 200_000
+    _MAX_CACHE_BYTES = 32 << 20  # words of up to MAX_TOKEN_BYTES each: bound the bytes too
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -107,6 +115,7 @@ class _Stemmer:
         # The reverse map lets a pool's relevant words be found with set operations.
         self.words_by_stem: dict[str, set[bytes]] = defaultdict(set)
         self._conn: sqlite3.Connection | None = None
+        self._cached_bytes = 0
 
     def lookup(self, words: Iterable[bytes]) -> dict[bytes, str | None]:
         """word -> stem for each of `words`."""
@@ -131,10 +140,15 @@ class _Stemmer:
         missing = words.difference(self.cache)
         if not missing:
             return
-        if len(self.cache) + len(missing) > self._MAX_CACHE:
+        added_bytes = sum(map(len, missing))
+        if (len(self.cache) + len(missing) > self._MAX_CACHE
+                or self._cached_bytes + added_bytes > self._MAX_CACHE_BYTES):
             self.cache.clear()
             self.words_by_stem.clear()
             missing = set(words)
+            self._cached_bytes = 0
+            added_bytes = sum(map(len, missing))
+        self._cached_bytes += added_bytes
         for word, stem in self._lookup(list(missing)).items():
             self.cache[word] = stem
             if stem is not None:
@@ -148,8 +162,9 @@ class _Stemmer:
             self._conn = conn
         # ASCII letters/digits are always exactly one token, so they share one row and are
         # told apart by offset; any other word gets a row of its own.
-        simple = [w for w in words if w.isascii() and w.isalnum()]
-        other = [w for w in words if not (w.isascii() and w.isalnum())]
+        simple = [w for w in words if w.isascii() and w.isalnum() and len(w) <= MAX_TOKEN_BYTES]
+        other = [w for w in words
+                 if not (w.isascii() and w.isalnum()) and len(w) <= MAX_TOKEN_BYTES]
         per_row: dict[int, list[tuple[int, str]]] = defaultdict(list)
         conn = self._conn
         conn.execute("BEGIN")
@@ -161,8 +176,10 @@ class _Stemmer:
                 "INSERT INTO words (rowid, w) VALUES (?, ?)",
                 ((i, w.decode("utf-8", errors="replace")) for i, w in enumerate(other, start=1)),
             )
-            for term, doc, offset in conn.execute("SELECT term, doc, offset FROM word_terms"):
-                per_row[doc].append((offset, term))
+            # Terms as bytes: Python's own decoding would raise on a term that is not UTF-8.
+            for term, doc, offset in conn.execute(
+                    "SELECT CAST(term AS BLOB), doc, offset FROM word_terms"):
+                per_row[doc].append((offset, _utf8(term)))
         finally:
             conn.execute("ROLLBACK")
         found: dict[bytes, str | None] = {simple[offset]: term for offset, term in per_row[0]}
@@ -170,6 +187,14 @@ class _Stemmer:
             tokens = per_row[index]
             found[word] = tokens[0][1] if len(tokens) == 1 else None
         return {w: found.get(w) for w in words}
+
+
+def _utf8(term: bytes | None) -> str | None:
+    """A term read from FTS5 as text, or None when its bytes are not UTF-8."""
+    try:
+        return term.decode("utf-8") if term is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 _STEMMER = _Stemmer()
@@ -472,6 +497,10 @@ def _decode(row: Sequence[Any]) -> dict[str, Any]:
 
 
 def _idf(df: int, rows: int) -> float:
+    # fetch_candidates reads the row count and the dfs in one snapshot, but a df may come from
+    # the cache, counted while the table had more rows: a df above the row count would make
+    # the logarithm's argument negative. Such a term is in every row, so it counts as df = N.
+    df = min(df, rows)
     idf = math.log((rows - df + 0.5) / (df + 0.5)) if rows else 0.0
     return idf if idf > 0 else 1e-6  # FTS5 clamps the same way
 
@@ -581,6 +610,21 @@ def fetch_candidates(
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
         return []
+    # One read transaction, so the row count, the document frequencies, the hits and the rows
+    # all come from one snapshot: a record committed between two statements cannot make a df
+    # exceed the row count it is divided by, nor a hit point at a row not read.
+    own_snapshot = not conn.in_transaction
+    if own_snapshot:
+        _cursor(conn).execute("BEGIN")
+    try:
+        return _fetch(conn, terms, project, agent, now_iso, limit)
+    finally:
+        if own_snapshot:
+            _cursor(conn).execute("COMMIT")
+
+
+def _fetch(conn: sqlite3.Connection, terms: list[str], project: str | None, agent: str | None,
+           now_iso: str, limit: int) -> list[dict[str, Any]]:
     view = _record_view(conn)
     token = view.sync(conn)
     stats = index_stats(conn)
