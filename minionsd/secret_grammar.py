@@ -75,7 +75,9 @@ CODE = (
 # The request modes of fetch()'s `credentials` option ("include", "same-origin", "omit") are
 # words of an API, not secrets.
 FETCH_MODE = r"(?:include|same-origin|omit)"
-NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|{FETCH_MODE}[\"']|[)\]}},;])"
+NOT_LITERAL_QUOTED = (
+    rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|{FETCH_MODE}[\"']|[)\]}},;])"
+)
 # After a colon, a lower-case word followed by another is prose ("the API token: see the
 # vault"), not a YAML value.
 PROSE = r"(?:(?<=:)|(?<=:[ \t]))(?-i:[a-z]{1,12}[ \t]+\w)"
