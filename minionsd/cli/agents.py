@@ -84,9 +84,10 @@ AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
 
 
 def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
-    def identity(p: argparse.ArgumentParser) -> None:
+    def identity(p: argparse.ArgumentParser,
+                 agent_default: str = "$MINIONS_AGENT, else 'agent'") -> None:
         p.add_argument("--agent", help="author and agent of this session "
-                                       "(default $MINIONS_AGENT, else 'agent')")
+                                       f"(default {agent_default})")
         p.add_argument("--project", help="project name, or 'auto' (default): the git remote "
                                          "origin's repository name, else the directory name")
 
@@ -104,7 +105,7 @@ def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
                    help="user config (default) or this directory's project config")
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="print the entries and the files they go to, write nothing")
-    identity(p)
+    identity(p, agent_default="the agent's name: claude-code, codex or cursor")
 
 
 COMMANDS = {"connect": cmd_connect}

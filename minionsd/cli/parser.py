@@ -2,7 +2,7 @@
 
 Each command module contributes its subparsers (`add_parsers`) and its `COMMANDS` entries
 (`"kb add"` -> run function); this module puts them together in the order `--help` lists
-them. `--json` is accepted before or after the command word.
+them. `--json`, `--home` and `--socket` are accepted before or after the command word.
 """
 
 from __future__ import annotations
@@ -44,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the raw JSON-RPC result (errors as JSON on stderr)")
+    # --home and --socket are read after the command word too (`minionsctl init --home DIR`);
+    # SUPPRESS keeps a value given before it.
+    common.add_argument("--home", metavar="DIR", default=argparse.SUPPRESS,
+                        help="home directory (default $MINIONS_HOME or ~/.minions)")
+    common.add_argument("--socket", metavar="PATH", default=argparse.SUPPRESS,
+                        help="socket path (default: server.socket of the home's config.toml, "
+                             "else <home>/engine/minionsd.sock)")
     parser = Parser(prog="minionsctl", description="Control a running minionsd. Output is "
                     "readable text; --json prints the daemon's result as JSON.",
                     epilog="exit codes: 0 ok, 1 error reported by the daemon (or a local "

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -291,3 +293,16 @@ def test_a_daemon_that_dies_mid_call_is_a_json_connection_lost(tmp_path):
         shutil.rmtree(root, ignore_errors=True)
     error = json_error(result, 3)
     assert error["code"] == "connection_lost" and "may or may not" in error["detail"]
+
+
+def test_home_and_socket_are_read_after_the_command_word_too(tmp_path):
+    home = tmp_path / "h"
+    done = subprocess.run([sys.executable, "-m", "minionsd.cli", "init", "--home", str(home)],
+                          capture_output=True, text=True, timeout=60, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    assert (home / "config.toml").is_file()
+    # before the command word still works, and a value given there is kept
+    down = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(home), "status",
+                           "--json"], capture_output=True, text=True, timeout=60,
+                          env=clean_env())
+    assert down.returncode == 3 and str(home) in down.stderr
