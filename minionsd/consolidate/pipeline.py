@@ -31,7 +31,7 @@ from minionsd.clock import date_stamp
 from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
 from minionsd.consolidate.filing import Filing, safe_meta, strip_front_matter
-from minionsd.consolidate.identity import author_trust, has_notebook
+from minionsd.consolidate.identity import ENGINE, author_trust, has_notebook
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
 from minionsd.fileio import atomic_write_text, lock_for, read_text
@@ -317,8 +317,12 @@ class Pipeline:
         return counts
 
     def _upsert_records(self, batch: journal.Batch) -> int:
-        fields = [(note, self._record_fields(note, batch)) for note in batch.notes
-                  if not note.done]
+        # The daemon's own alerts are the only `engine` notes it vouches for: their names were
+        # claimed through inbox.submit's code, which refuses `engine` from anyone else.
+        claimed = self.app.db.read_blocking(submissions.submitted_among,
+                                            [n.name for n in batch.notes if n.author == ENGINE])
+        fields = [(note, self._record_fields(note, batch, note.name in claimed))
+                  for note in batch.notes if not note.done]
         self._step("sql")
 
         def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
@@ -365,11 +369,12 @@ class Pipeline:
         if current is not None and content_hash(current) == note.content_hash:
             self.inbox.quarantine(note.name, reason)
 
-    def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
+    def _record_fields(self, note: journal.JournalNote, batch: journal.Batch,
+                       daemon_wrote: bool) -> dict[str, Any]:
         meta = safe_meta(note.content)
         body = _body(note.content)
         project = meta.get("project") if isinstance(meta.get("project"), str) else None
-        trust = self._trust(note.author)
+        trust = author_trust(note.author, self.app.human_authors(), daemon_wrote=daemon_wrote)
         tags = meta.get("tags")
         tags = [str(t) for t in tags] if isinstance(tags, list) else []
         importance = meta.get("importance")
@@ -392,9 +397,6 @@ class Pipeline:
             "meta": {"inbox_name": classify.redacted_name(note.name), "batch": batch.id,
                      "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
         }
-
-    def _trust(self, author: str) -> str:
-        return author_trust(author, self.app.human_authors())
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
         sample = batch.notes[0]

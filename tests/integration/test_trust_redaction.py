@@ -54,8 +54,14 @@ def test_trust_follows_the_author_only(make_daemon, short_home):
          age_s=5)
     assert daemon.call("consolidation.run", force=True)["notes"] == 5
     trusts = _trusts(daemon, "zucchini")
+    # `author: engine` in a dropped file is a claim anyone can make: only the daemon's own
+    # alerts (written through inbox.submit's code, which refuses `engine` over the socket)
+    # are `system`.
     assert trusts == {"claude-session-7": "agent", me: "human", "mallory": "agent",
-                      "dallas": "agent", "engine": "system"}
+                      "dallas": "agent", "engine": "agent"}
+    with pytest.raises(RpcError) as err:
+        daemon.call("inbox.submit", body="zucchini zeta", author="engine")
+    assert err.value.code == -32602 and "reserved" in str(err.value)
 
     # A configured list replaces the default: the login name is no longer human by itself.
     daemon.call("config.set", key="trust.human_authors", value=["alice", "mallory"])
