@@ -12,10 +12,8 @@ team notes, notebooks) goes through :func:`fence`. Pure functions with three gua
   minionsd/confusables.py). Such an attempt has its opening bracket replaced by ``[<]``.
 * The source attribute holds no quotes, angle brackets, backslashes, ampersands or control
   characters and is at most 200 characters, so it cannot end the attribute or the tag.
-* Cuts never split a character (minionsd/textcut.py does the cutting).
-
-Text that does not imitate the fence passes byte for byte (``a < b``, ``<div>``,
-``&lt;br&gt;``): a match needs the fence name right after the bracket.
+* Cuts never split a character (minionsd/textcut.py). Text that does not imitate the fence
+  passes byte for byte (``a < b``, ``<div>``): a match needs the fence name after a bracket.
 """
 
 from __future__ import annotations
