@@ -34,7 +34,7 @@ class App:
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
 
-    def now(self):  # noqa: ANN201 - a datetime
+    def now(self):
         return self.clock()
 
     @property

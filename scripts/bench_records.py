@@ -73,7 +73,7 @@ def load_records(daemon: BenchDaemon, vocab: bench_data.Vocabulary, seed: int, s
             if parts:
                 batches.append(len(parts))
                 sock.sendall(b"[" + b",".join(parts) + b"]\n")
-        except BaseException as exc:  # noqa: BLE001 - reported by the reading thread
+        except BaseException as exc:
             failure.append(exc)
 
     began = time.perf_counter()

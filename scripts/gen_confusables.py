@@ -167,7 +167,7 @@ def _wrapped(name: str, chars: str) -> list[str]:
             line = ""
         line += piece
     lines.append(f'    "{line}"')
-    return [f"{name} = ("] + lines + [")"]
+    return [f"{name} = (", *lines, ")"]
 
 
 def render(reader: dict[str, str], source: Path, header: str) -> str:

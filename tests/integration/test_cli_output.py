@@ -149,7 +149,7 @@ def test_note_consolidate_kb_pinned_read_as_text(home_with_data, tmp_path):
 
 
 def test_retrieve_and_prompt_print_the_text_and_a_summary(home_with_data, tmp_path):
-    daemon, ctl = home_with_data
+    _daemon, ctl = home_with_data
     (tmp_path / "task.json").write_text(json.dumps(TASK))
     task = str(tmp_path / "task.json")
     result = ctl("retrieve", "--task", task, "--project", "atlas")
@@ -205,7 +205,7 @@ def test_config_maintenance_telemetry_backup_read_as_text(home_with_data, tmp_pa
 
 
 def test_status_after_a_job_summarises_its_result(home_with_data):
-    daemon, ctl = home_with_data
+    _daemon, ctl = home_with_data
     ok(ctl("maintenance", "reindex"))
     out = readable(ok(ctl("status")))
     row = next(line for line in out.splitlines() if line.startswith("reindex "))

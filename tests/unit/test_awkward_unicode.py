@@ -73,7 +73,7 @@ def test_tokeniser_never_raises_and_counts_stay_parseable(title: str, body: str,
     parsed = _parse_counts(counts)
     assert all(" " not in stem and "\n" not in stem for stem in parsed)
     words = [w.decode("utf-8") for w in _tokens(body)]
-    stems(words + [title, aux])
+    stems([*words, title, aux])
 
 
 @pytest.fixture

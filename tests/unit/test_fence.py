@@ -191,7 +191,7 @@ def test_sanitize_source_caps_length() -> None:
 def test_truncation_inside_fence() -> None:
     body = "é" * 60_000  # 120,000 bytes
     out = fence(body, "s", max_bytes=65536)
-    head, rest = out.split("\n", 1)
+    _head, rest = out.split("\n", 1)
     content = rest[: -len("\n</UNTRUSTED-INPUT>")]
     assert len(content.encode()) <= 65536
     assert content.count("\n") == 1
@@ -342,7 +342,7 @@ def test_huge_adversarial_bodies() -> None:
 
 
 _ASCII_BODIES = st.text(alphabet=st.sampled_from(
-    list("<>/ -_.untrsdipUNTRSDIP%\\3cCx07u5&;lt\n\t|1lL") + ["\x1c", "\x1f", "\x00", "\x7f"]),
+    [*list("<>/ -_.untrsdipUNTRSDIP%\\3cCx07u5&;lt\n\t|1lL"), "\x1c", "\x1f", "\x00", "\x7f"]),
     max_size=60)
 
 
