@@ -141,7 +141,7 @@ def validate_new(params: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise InvalidParams("'meta' must be an object", param="meta")
     pr = params.get("pr")
-    if pr is not None and not isinstance(pr, str | int) or isinstance(pr, bool):
+    if (pr is not None and not isinstance(pr, str | int)) or isinstance(pr, bool):
         raise InvalidParams("'pr' must be a string or number", param="pr")
     return {
         "type": check_choice(params.get("type"), "type", TYPES),

@@ -686,7 +686,7 @@ class _Stored:
     stems.
     """
 
-    __slots__ = ("id", "length", "exact", "text", "state")
+    __slots__ = ("exact", "id", "length", "state", "text")
     WHOLE_AFTER = 4
 
     def __init__(self, record_id: str, length: int, exact: bool, text: str) -> None:

@@ -236,7 +236,7 @@ def rank_lazily(
         pending.append((-bound, record_id, index, parts, False))
     heapq.heapify(pending)
     while pending:
-        negative, record_id, index, parts, exact = heapq.heappop(pending)
+        _negative, record_id, index, parts, exact = heapq.heappop(pending)
         if exact:
             yield parts
             continue
