@@ -9,13 +9,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minionsd import __version__
 from minionsd.clock import Clock, system_clock
 from minionsd.config import Config
 from minionsd.db import Database
 from minionsd.home import Home
+
+if TYPE_CHECKING:  # made by daemon.py: retrieval sits above this layer
+    from minionsd.retrieval.index import RecallIndex
 
 RESTART_KEYS = ("server.socket", "server.max_request_bytes")
 
@@ -31,6 +34,8 @@ class App:
     version: str = __version__
     hooks: dict[str, Any] = field(default_factory=dict)
     bound_socket: Path | None = None  # where the server listens; config may say otherwise
+    # What retrieval keeps between calls for this database (one per open Database).
+    recall_index: RecallIndex | None = None
 
     def now(self):  # noqa: ANN201 - a datetime
         return self.clock()

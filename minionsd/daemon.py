@@ -27,6 +27,7 @@ from minionsd.db import Database
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
 from minionsd.pidfile import PidFile
+from minionsd.retrieval.index import RecallIndex
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
@@ -55,7 +56,6 @@ class Daemon:
             "home": str(app.home.root),
             "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
-            "index": {"fts_segments": await app.db.read(records.fts_segments)},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
             "llm": {"configured": app.llm_api_key() is not None},
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         pidfile.release()
         print(f"minionsd: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG
-    app = App(home=home, config=config, db=db, environ=environ)
+    app = App(home=home, config=config, db=db, environ=environ, recall_index=RecallIndex())
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:
         app.clock = file_clock(Path(clock_file))

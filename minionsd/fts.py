@@ -1,0 +1,207 @@
+"""The FTS5 index of memory_records through documented interfaces only: stems, term counts,
+index statistics, document frequencies and segment upkeep.
+
+Storage-level (records.py, jobs and retrieval import it; it imports only ftsquery). It also
+recomputes a record's derived index columns (search_aux, term_counts) for the reindex job.
+Nothing here reads FTS5's shadow tables: stems and per-record term counts come from FTS5
+itself, tokenising the text in a TEMP FTS5 table of the caller's connection and reading it
+back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0008,
+kept by triggers from the stored term counts); document frequencies from the ``memory_vocab``
+fts5vocab table; upkeep runs FTS5's 'merge' command and tells from ``total_changes`` whether
+it did any work.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from minionsd import ftsquery
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# bm25 weights for (title, body, aux): a title hit counts four body hits. memory.search's
+# bm25() and retrieval's own scoring both use these.
+BM25_WEIGHTS = (4.0, 1.0, 2.0)
+BM25_K1 = 1.2  # FTS5's bm25 parameters
+BM25_B = 0.75
+COUNTS_FORMAT = "2"  # first word of a stored term_counts value (see term_counts)
+
+_COUNTS_TABLE = "minions_counts"
+_WORDS_TABLE = "minions_words"
+
+
+def plain_cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, whatever the connection's row factory is
+    return cur
+
+
+def _scratch(cur: sqlite3.Cursor) -> None:
+    """The TEMP tables this module tokenises in (per connection, created on first use)."""
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE} USING "
+                f"fts5(title, body, aux, tokenize='{TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_col USING "
+                f"fts5vocab(temp, {_COUNTS_TABLE}, 'col')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE} USING "
+                f"fts5(w, tokenize='{TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE}_inst USING "
+                f"fts5vocab(temp, {_WORDS_TABLE}, 'instance')")
+
+
+def _text(blob: bytes) -> str:
+    # FTS5 cuts a huge token at a byte limit, possibly inside a character.
+    return blob.decode("utf-8", errors="replace")
+
+
+def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
+    """A record's stemmed, column-weighted term counts, as stored in memory_records.term_counts.
+
+    Text, one line per stem: a header ``"2 <n> 1"`` (format 2; n = tokens in all three columns,
+    the row's length for bm25), then ``"<stem> <f>"`` where f is the occurrences in title, body
+    and aux weighted by BM25_WEIGHTS, as FTS5's bm25 weighs them. FTS5 tokenises the text (in a
+    TEMP table of `conn`, rolled back at once), so the counts are exactly the index's. Computed
+    once at write time so a retrieval reads it instead of tokenising every candidate's text.
+    """
+    cur = plain_cursor(conn)
+    _scratch(cur)
+    cur.execute("SAVEPOINT minions_counts")
+    try:
+        cur.execute(f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) "
+                    "VALUES (1, ?, ?, ?)", (title or "", body or "", aux or ""))
+        rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
+                           f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
+    finally:
+        cur.execute("ROLLBACK TO minions_counts")
+        cur.execute("RELEASE minions_counts")
+    weight = dict(zip(("title", "body", "aux"), BM25_WEIGHTS, strict=True))
+    weighted: dict[str, float] = {}
+    length = 0
+    for term, col, count in rows:
+        stem = _text(term)
+        weighted[stem] = weighted.get(stem, 0.0) + count * weight[col]
+        length += count
+    lines = [f"{COUNTS_FORMAT} {length} 1"]
+    lines += [f"{stem} {_number(f)}" for stem, f in weighted.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | None]:
+    """FTS5 porter stems of `words` (None for a word that is not exactly one token), from a
+    TEMP table of `conn`, rolled back at once."""
+    wanted = list(dict.fromkeys(words))
+    if not wanted:
+        return {}
+    cur = plain_cursor(conn)
+    _scratch(cur)
+    per_row: dict[int, list[str]] = {}
+    cur.execute("SAVEPOINT minions_words")
+    try:
+        cur.executemany(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)",
+                        enumerate(wanted, start=1))
+        for term, doc in cur.execute(
+                f"SELECT CAST(term AS BLOB), doc FROM temp.{_WORDS_TABLE}_inst"):
+            per_row.setdefault(doc, []).append(_text(term))
+    finally:
+        cur.execute("ROLLBACK TO minions_words")
+        cur.execute("RELEASE minions_words")
+    out: dict[str, str | None] = {}
+    for index, word in enumerate(wanted, start=1):
+        tokens = per_row.get(index, [])
+        out[word] = tokens[0] if len(tokens) == 1 else None
+    return out
+
+
+def counts_length(stored: str) -> int | None:
+    """The length in a stored term_counts header (None if it is not format 2)."""
+    if not stored or not stored.startswith(COUNTS_FORMAT + " "):
+        return None
+    header = stored[: stored.find("\n")].split(" ")
+    if len(header) != 3 or not header[1].isdigit():
+        return None
+    return int(header[1])
+
+
+def derived_after(conn: sqlite3.Connection, seq: int, missing_only: bool,
+                  chunk: int) -> tuple[int | None, list[tuple[str, str, int]]]:
+    """The next `chunk` records after `seq` (only those without stored counts with
+    `missing_only`): (the last seq read or None, [(search_aux, term_counts, seq)] for those
+    whose derived columns differ from what the indexing rules give now)."""
+    where = "seq > ? AND term_counts IS NULL" if missing_only else "seq > ?"
+    rows = plain_cursor(conn).execute(
+        "SELECT seq, title, body, paths, tags, search_aux, term_counts "
+        f"FROM memory_records WHERE {where} ORDER BY seq LIMIT ?", (seq, chunk)).fetchall()
+    changed = []
+    for row_seq, title, body, paths, tags, old_aux, old_counts in rows:
+        aux = ftsquery.index_aux_text(title, body, json.loads(paths), json.loads(tags))
+        counts = term_counts(conn, title, body, aux)
+        if aux != old_aux or counts != old_counts:
+            changed.append((aux, counts, row_seq))
+    return (rows[-1][0] if rows else None), changed
+
+
+def update_derived(conn: sqlite3.Connection, changed: list[tuple[str, str, int]]) -> None:
+    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
+                     changed)
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    rows: int  # records in the index
+    total_tokens: int  # summed length of the records with stored counts
+    counted: int  # how many records have stored counts
+    max_rowid: int
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_tokens / self.counted if self.counted else 0.0
+
+
+_STATS_SQL = ("SELECT rows, counted, tokens, (SELECT max(seq) FROM memory_records) "
+              "FROM fts_stats WHERE id = 1")
+
+
+def index_stats(conn: sqlite3.Connection) -> IndexStats:
+    """Row count, length total and largest rowid of the index (fts_stats, migration 0008)."""
+    row = plain_cursor(conn).execute(_STATS_SQL).fetchone()
+    if row is None:
+        return IndexStats(0, 0, 0, 0)
+    rows, counted, tokens, max_rowid = row
+    return IndexStats(rows, tokens, counted, max_rowid or 0)
+
+
+def document_frequencies(conn: sqlite3.Connection, stems_: Iterable[str]) -> dict[str, int]:
+    """Rows holding each stem, from the memory_vocab fts5vocab table (0 for an unknown one)."""
+    wanted = list(dict.fromkeys(stems_))
+    if not wanted:
+        return {}
+    sub = "(SELECT doc FROM memory_vocab WHERE term = ?)"
+    found = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(wanted)),
+                                  wanted).fetchone()
+    return {stem: int(df or 0) for stem, df in zip(wanted, found, strict=True)}
+
+
+# --- upkeep ----------------------------------------------------------------------------------
+
+
+def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
+    """One step of FTS5's incremental 'merge' (about `pages` pages written); whether it did any
+    work. As the FTS5 documentation says, a step that changed fewer than two rows (by
+    sqlite3_total_changes) found nothing to merge.
+
+    It merges segments of the same level only (migration 0006 sets 'usermerge' to 2, so two on
+    a level are enough): new small segments are merged with each other, and the big segment of
+    a large index is rewritten only when a merge reaches its level, as in any log-structured
+    merge. (A negative count would rewrite the whole index every time.)
+    """
+    before = conn.total_changes
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (abs(pages),))
+    return conn.total_changes - before >= 2
