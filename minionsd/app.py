@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minionsd import __version__
-from minionsd.clock import Clock, system_clock
+from minionsd.clock import Clock, iso, system_clock
 from minionsd.config import Config
 from minionsd.db import Database
 from minionsd.home import Home
@@ -32,8 +32,9 @@ class App:
     environ: dict[str, str] = field(default_factory=dict)
     started_monotonic: float = field(default_factory=time.monotonic)
     version: str = __version__
-    hooks: dict[str, Any] = field(default_factory=dict)
     bound_socket: Path | None = None  # where the server listens; config may say otherwise
+    # Last LLM and config-reload outcomes for `status` ({"at", "reason", ...}); see note_event.
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What retrieval keeps between calls for this database (one per open Database).
     recall_index: RecallIndex | None = None
 
@@ -47,6 +48,10 @@ class App:
 
     def llm_api_key(self) -> str | None:
         return self.environ.get(self.config.get("llm.api_key_env")) or None
+
+    def note_event(self, name: str, **fields: Any) -> None:
+        """Remember the latest `name` event (llm_failure, llm_ok, config_reload_failure)."""
+        self.events[name] = {"at": iso(self.clock()), **fields}
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)

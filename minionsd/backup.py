@@ -25,9 +25,10 @@ Outside consolidation, a file newer than the snapshot is repaired by the daemon'
 a knowledge entry whose record is missing is imported by the KB sweep, and an inbox note
 without its submission row is simply a note to consolidate.
 
-When the consolidation component offers the `pause_consolidation` hook (an async context
-manager that waits for a running batch to end and starts no other until it exits), the backup
-runs inside it and the first attempt always stands; the comparison stays as the guard.
+The backup runs inside the consolidation service's pause (an async context manager, handed to
+`BackupSurface` by the daemon's wiring, that waits for a running batch to end and starts no
+other until it exits), so the first attempt normally stands; the comparison stays as the guard
+for a backup made without it (`create_backup` called directly).
 
 notes.md and notes/archive/notes-history.md are copied together under the notes.md lock,
 because bounding moves sections from one to the other under that lock; copied apart, a
@@ -37,12 +38,13 @@ section could be in neither copy or in both.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +181,11 @@ def _discard(target: Path, created: bool) -> None:
 class BackupSurface:
     """The `backup.create` method."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App,
+                 pause_consolidation: Callable[[], AbstractAsyncContextManager[None]]) -> None:
         self.app = app
+        # Waits for a running batch to end and starts no other while the backup runs.
+        self._pause = pause_consolidation
         # One at a time: two requests naming the same empty directory would both pass the
         # emptiness check and then clear each other's files.
         self._lock = asyncio.Lock()
@@ -196,8 +201,7 @@ class BackupSurface:
 
         async def backup_create(path: Any) -> dict[str, Any]:
             target = check_target(app.home, path)
-            pause = app.hooks.get("pause_consolidation")
-            async with self._lock, (pause() if pause else contextlib.nullcontext()):
+            async with self._lock, self._pause():
                 try:
                     return await run_in_daemon_thread(create_backup, app, target,
                                                       name="backup")

@@ -166,6 +166,13 @@ def _fmt_status(st: dict[str, Any]) -> str:
         f"{' (shadow)' if st['retrieval']['shadow'] else ''}; "
         f"llm: {'configured' if st['llm']['configured'] else 'not configured (regex digests)'}",
     ]
+    llm_failure = st["llm"].get("last_failure")
+    if llm_failure:
+        lines.append(f"llm last failure: {llm_failure['at']} ({llm_failure.get('purpose', '-')}) "
+                     f"{llm_failure['reason']}")
+    reload_failure = (st.get("config") or {}).get("last_reload_failure")
+    if reload_failure:
+        lines.append(f"config reload failed: {reload_failure['at']} {reload_failure['reason']}")
     for job in st.get("jobs", []):
         last = job.get("last_result")
         lines.append(f"job {job['id']}: next {job.get('next_run_at') or '-'}"
@@ -238,6 +245,8 @@ def cmd_service_install(args: argparse.Namespace,
     executable, home = _minionsd_executable(), str(_home(args))
     try:
         text = service.render_unit(kind, executable, home)
+        if kind == "system":
+            service.check_system_paths(executable, home)
     except MinionsError as exc:
         raise CommandError(exc.detail) from None
     path = service.default_install_path(kind)
@@ -355,6 +364,102 @@ def _fmt_backup(r: dict[str, Any]) -> str:
             f"{r['bytes']} bytes")
 
 
+# --- agents: mcp, hook, connect (minionsd/agents/, imported only when these commands run) ---
+
+def _ctl_invocation(args: argparse.Namespace) -> list[str]:
+    """How an agent runs this minionsctl: absolute paths, and the daemon it should reach."""
+    beside = Path(sys.executable).absolute().parent / "minionsctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        command = [str(beside)]
+    else:
+        command = [str(Path(sys.executable).absolute()), "-m", "minionsd.cli"]
+    if args.socket:
+        return [*command, "--socket", str(Path(args.socket).expanduser().absolute())]
+    return [*command, "--home", str(_home(args))]
+
+
+def _identity_args(args: argparse.Namespace) -> list[str]:
+    words = ["--agent", args.agent] if args.agent else []
+    return words + (["--project", args.project] if args.project else [])
+
+
+def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd.agents import connect
+
+    if not args.agent:
+        args.agent = args.target
+    try:
+        result = connect.run(args.target, args.scope, _ctl_invocation(args),
+                             _identity_args(args), args.print_only)
+    except connect.ConnectError as exc:
+        raise CommandError(str(exc)) from None
+    return result, connect.describe
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
+    from minionsd.agents.session import Session
+
+    try:
+        session = Session.create(args.home, args.socket, resolve_agent(args.agent),
+                                 resolve_project(args.project))
+    except IdentityError as exc:
+        print(f"minionsctl mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from minionsd.agents import mcp_server
+
+    try:
+        return mcp_server.run(session)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    from minionsd.agents import hooks
+
+    return hooks.run(args.hook_agent, args.event, home=args.home, socket=args.socket,
+                     agent=args.agent, project=args.project)
+
+
+def is_hook_invocation(argv: list[str]) -> bool:
+    """Whether the command word of `argv` (after --home/--socket values) is `hook`."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--home", "--socket"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word == "hook"
+    return False
+
+
+AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
+                                                                  "hook": run_hook}
+
+
+def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
+    def identity(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--agent", help="author and agent of this session "
+                                       "(default $MINIONS_AGENT, else 'agent')")
+        p.add_argument("--project", help="project name, or 'auto' (default): the git remote "
+                                         "origin's repository name, else the directory name")
+
+    identity(add("mcp", "serve the memory tools over MCP on stdio (agents start this)"))
+    p = add("hook", "run a Claude Code hook (hook JSON on stdin; never fails the session)")
+    # Free-form, not choices: a usage error's exit 2 would block the user's prompt.
+    p.add_argument("hook_agent", metavar="AGENT", nargs="?", default="", help="claude-code")
+    p.add_argument("event", metavar="EVENT", nargs="?", default="",
+                   help="session-start or user-prompt")
+    identity(p)
+    p = add("connect", "register the MCP server (and Claude Code's hooks) in an agent's config")
+    p.add_argument("target", metavar="AGENT", choices=("claude-code", "codex", "cursor"),
+                   help="claude-code, codex or cursor")
+    p.add_argument("--scope", choices=("user", "project"), default="user",
+                   help="user config (default) or this directory's project config")
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print the entries and the files they go to, write nothing")
+    identity(p)
+
+
 COMMANDS: dict[str, Callable[..., Any]] = {
     "init": cmd_init,
     "status": _simple("status", lambda a: {}, _fmt_status),
@@ -401,6 +506,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
                       _fmt_backup),
     "restore": cmd_restore,
     "service install": cmd_service_install,
+    "connect": cmd_connect,
 }
 
 
@@ -495,6 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help=where)
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="print the file instead of writing it")
+    add_agent_parsers(add)
     return parser
 
 
@@ -503,8 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
+        if exc.code and is_hook_invocation(sys.argv[1:] if argv is None else argv):
+            return EXIT_OK  # exit 2 from a hook would block the user's prompt
         return EXIT_USAGE if exc.code else EXIT_OK
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
+    if name in AGENT_RUNNERS:
+        return AGENT_RUNNERS[name](args)
     slow = name in SLOW_COMMANDS
     client = Client(_socket(args), timeout=SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
     label = " ".join([name, *([args.job] if name == "maintenance" else [])])

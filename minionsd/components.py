@@ -1,18 +1,42 @@
-"""Which background components the daemon runs, in start order."""
+"""The daemon's background components, built and wired in start order.
+
+Each component receives the parts of the others it uses as constructor arguments, so the
+wiring is visible here and a missing part is an error at start-up, never a silent no-op.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from minionsd import jobs
 from minionsd.app import App
 from minionsd.backup import BackupSurface
 from minionsd.consolidate.service import ConsolidationService
+from minionsd.health import Health
 from minionsd.recall import RecallSurface
 from minionsd.schedule import Scheduler
 from minionsd.surfaces import KnowledgeSurface
+from minionsd.systemd import Notifier
 from minionsd.watch import InboxWatcher
+from minionsd.watch_kb import KnowledgeWatcher
 
 
-def build(app: App) -> list[Any]:
-    return [ConsolidationService(app), InboxWatcher(app), KnowledgeSurface(app),
-            RecallSurface(app), BackupSurface(app), Scheduler(app)]
+def build(app: App, notifier: Notifier, *,
+          crash_at: Callable[[str], None] | None = None) -> list[Any]:
+    consolidation = ConsolidationService(app, crash_at=crash_at)
+    inbox_watcher = InboxWatcher(app, on_change=consolidation.poke)
+    kb_watcher = KnowledgeWatcher(app)
+    upkeep = jobs.InboxUpkeep(
+        check_watchers=(inbox_watcher.check_observer, kb_watcher.check_observer),
+        scan=consolidation.scan_report, poke=consolidation.poke_threadsafe)
+    return [
+        consolidation,
+        inbox_watcher,
+        kb_watcher,
+        KnowledgeSurface(app),
+        RecallSurface(app),
+        BackupSurface(app, pause_consolidation=consolidation.paused),
+        Scheduler(app, jobs.job_table(upkeep)),
+        Health(app, notifier, watchers_alive=inbox_watcher.healthy),
+    ]

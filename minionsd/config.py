@@ -67,6 +67,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "consolidation_max_batch": _int(50, "Most notes in one batch.", 1),
         "notes_max_bytes": _int(50000, "notes.md bound; older sections move to history.", 1024),
         "inbox_settle_ms": _int(500, "A note must be unchanged this long to be eligible."),
+        "inbox_max_wait_s": _int(
+            120, "Consolidate below the threshold once the oldest note waited this long; 0 = never."
+        ),
         "inbox_max_note_bytes": _int(1048576, "Bigger inbox files are quarantined.", 1),
         "rescan_interval_s": _int(60, "Periodic inbox rescan behind the watcher.", 1),
         "kb_sweep_interval_s": _int(86400, "How often the KB sweep runs.", 60),

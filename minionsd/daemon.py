@@ -12,7 +12,11 @@ import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
 import sys
+import threading
+import time
+import traceback
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,9 @@ from minionsd.systemd import Notifier
 log = structlog.get_logger()
 EXIT_CONFIG = 2
 EXIT_RUNTIME = 1
+# Socket and components together; the database close and exit fit in the rest of SPEC's 10 s.
+STOP_BUDGET_S = 8.0
+STOP_FLOOR_S = 0.2
 
 
 class Daemon:
@@ -58,7 +65,12 @@ class Daemon:
             "records": counts,
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
-            "llm": {"configured": app.llm_api_key() is not None},
+            "llm": {"configured": app.llm_api_key() is not None,
+                    "last_failure": app.events.get("llm_failure"),
+                    "last_ok_at": (app.events.get("llm_ok") or {}).get("at")},
+            "config": {"path": str(app.config.path),
+                       "last_reload_failure": app.events.get("config_reload_failure"),
+                       "last_reload_at": (app.events.get("config_reload_ok") or {}).get("at")},
         }
         for component in self.components:
             contribute = getattr(component, "status", None)
@@ -87,7 +99,9 @@ class Daemon:
             self.app.config = config_mod.load(self.app.config.path, self.app.environ)
         except ConfigError as exc:
             log.error("config.reload_failed", detail=exc.detail)
+            self.app.note_event("config_reload_failure", reason=str(exc.detail)[:300])
             return
+        self.app.note_event("config_reload_ok")
         log.info("config.reloaded", path=str(self.app.config.path))
         await self.config_changed(None)
 
@@ -99,21 +113,28 @@ class Daemon:
 
     async def run(self) -> None:
         app = self.app
-        app.hooks["status"] = self.status
-        app.hooks["config_changed"] = self.config_changed
         extra: dict[str, Any] = {}
         for component in self.components:
             extra |= getattr(component, "methods", dict)()
-        dispatcher = Dispatcher(build_methods(app, extra))
+        dispatcher = Dispatcher(build_methods(app, status=self.status,
+                                              config_changed=self.config_changed, extra=extra))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_event.set)
         loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(self.reload_config()))
-        for component in self.components:
-            await component.start()
-        self.server = RpcServer(dispatcher, app.socket_path,
-                                app.config["server.max_request_bytes"])
-        await self.server.start()
+        loop.add_signal_handler(signal.SIGUSR1, dump_threads)
+        started: list[Any] = []
+        try:
+            for component in self.components:
+                started.append(component)  # a half-started component is stopped too
+                await component.start()
+            self.server = RpcServer(dispatcher, app.socket_path,
+                                    app.config["server.max_request_bytes"])
+            await self.server.start()
+        except BaseException as exc:
+            log.error("daemon.start_failed", error=f"{type(exc).__name__}: {exc}"[:500])
+            await self.stop_all(started)
+            raise
         app.bound_socket = app.socket_path
         log.info("daemon.ready", home=str(app.home.root), socket=str(app.socket_path),
                  pid=os.getpid())
@@ -123,10 +144,40 @@ class Daemon:
         status_task.cancel()
         log.info("daemon.stopping")
         self.notifier.stopping()
-        await self.server.stop()
-        for component in reversed(self.components):
+        await self.stop_all(started)
+
+    async def stop_all(self, started: list[Any]) -> None:
+        """Close the socket, then stop `started` in reverse order, all within one deadline
+        (STOP_BUDGET_S, plus STOP_FLOOR_S for each component stopped after it passed), so
+        SIGTERM ends the process inside SPEC's 10 s."""
+        deadline = time.monotonic() + STOP_BUDGET_S
+        if self.server is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(component.stop(), 8)
+                await asyncio.wait_for(self.server.stop(), STOP_BUDGET_S / 4)
+        for component in reversed(started):
+            name = type(component).__name__
+            # Past the deadline a component still gets a moment, enough for the synchronous
+            # part of its stop (the consolidation service flags its batch there).
+            remaining = max(deadline - time.monotonic(), STOP_FLOOR_S)
+            try:
+                await asyncio.wait_for(component.stop(), remaining)
+            except TimeoutError:
+                log.error("daemon.stop_timeout", component=name)
+            except Exception as exc:  # noqa: BLE001 - one bad stop must not skip the others
+                log.error("daemon.stop_failed", component=name, error=repr(exc)[:300])
+            else:
+                log.info("daemon.component_stopped", component=name)
+
+
+def dump_threads() -> None:
+    """SIGUSR1: every thread's current stack, as one `daemon.thread_dump` log event."""
+    frames = sys._current_frames()
+    threads = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        threads.append({"name": thread.name, "ident": thread.ident, "daemon": thread.daemon,
+                        "stack": "".join(traceback.format_stack(frame)) if frame else ""})
+    log.warning("daemon.thread_dump", count=len(threads), threads=threads)
 
 
 def file_clock(path: Path) -> Any:
@@ -168,12 +219,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_components(daemon: Daemon) -> list[Any]:
+def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
     from minionsd import components
-    from minionsd.health import Health
 
-    return [*components.build(daemon.app), Health(daemon.app, daemon.notifier)]
+    return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or (
+        "malformed" in str(exc) or "not a database" in str(exc))
+
+
+def database_problem(home: Home, exc: sqlite3.Error) -> str:
+    """One line for a database the daemon cannot use: the file, the cause, the way out."""
+    if _is_corrupt(exc):
+        return (f"{home.db} is damaged ({exc}); restore a backup with `minionsctl --home "
+                f"{home.root} restore BACKUP_DIR --force` (see docs/operations.md, "
+                "\"Backup and restore\")")
+    return f"cannot use the database {home.db}: {exc}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,29 +263,49 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_RUNTIME
     try:
         db = Database(home.db)
-    except MinionsError as exc:
+    except (MinionsError, sqlite3.Error) as exc:
         pidfile.release()
-        print(f"minionsd: {exc.detail}", file=sys.stderr)
+        cause = exc if isinstance(exc, sqlite3.Error) else exc.__cause__
+        if isinstance(cause, sqlite3.Error) and (_is_corrupt(cause) or exc is cause):
+            print(f"minionsd: {database_problem(home, cause)}", file=sys.stderr)
+        else:
+            print(f"minionsd: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG
+    except OSError as exc:
+        pidfile.release()
+        print(f"minionsd: cannot open the database {home.db}: {exc}", file=sys.stderr)
+        return EXIT_RUNTIME
     app = App(home=home, config=config, db=db, environ=environ, recall_index=RecallIndex())
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:
         app.clock = file_clock(Path(clock_file))
     crash_spec = environ.get("MINIONS_TEST_CRASH_AT")
-    if crash_spec:
-        app.hooks["crash_at"] = crash_hook(crash_spec)
+    crash_at = crash_hook(crash_spec) if crash_spec else None
     daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
-        daemon.components = build_components(daemon)
+        daemon.components = build_components(daemon, crash_at)
         asyncio.run(daemon.run())
     except MinionsError as exc:
         print(f"minionsd: {exc.detail}", file=sys.stderr)
         code = EXIT_RUNTIME
+    except sqlite3.DatabaseError as exc:
+        print(f"minionsd: {database_problem(home, exc)}", file=sys.stderr)
+        code = EXIT_CONFIG if _is_corrupt(exc) else EXIT_RUNTIME
+    except OSError as exc:
+        print(f"minionsd: cannot start: {exc}", file=sys.stderr)
+        code = EXIT_RUNTIME
+    except Exception as exc:
+        log.exception("daemon.failed")
+        print(f"minionsd: failed unexpectedly: {type(exc).__name__}: {exc} "
+              "(the log above has the traceback)", file=sys.stderr)
+        code = EXIT_RUNTIME
     finally:
         db.close()
         pidfile.release()
-        log.info("daemon.stopped", code=code)
+        left = [t.name for t in threading.enumerate()
+                if t is not threading.current_thread() and t.is_alive()]
+        log.info("daemon.stopped", code=code, threads_left=left)
     return code
 
 

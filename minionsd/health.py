@@ -13,6 +13,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -31,8 +32,10 @@ def _db_ok(conn: Any) -> bool:
 
 
 class Health:
-    def __init__(self, app: App, notifier: Notifier, wedge_after_s: float = 120.0) -> None:
+    def __init__(self, app: App, notifier: Notifier, *,
+                 watchers_alive: Callable[[], bool], wedge_after_s: float = 120.0) -> None:
         self.app = app
+        self._watchers_alive = watchers_alive
         self.notifier = notifier
         self.wedge_after_s = wedge_after_s
         self.last_beat = time.monotonic()
@@ -60,13 +63,12 @@ class Health:
             self.last_beat = now
 
     async def checks(self) -> dict[str, Any]:
-        watcher = self.app.hooks.get("watcher_healthy")
         try:
             db_ok = await asyncio.wait_for(self.app.db.read(_db_ok), 5)
         except Exception:  # noqa: BLE001 - any failure means unhealthy
             db_ok = False
         return {"loop_lag_ms": round(self.lag_s * 1000, 1),
-                "watcher_alive": bool(watcher()) if watcher else True, "db_ok": db_ok}
+                "watcher_alive": bool(self._watchers_alive()), "db_ok": db_ok}
 
     async def healthy(self) -> bool:
         result = await self.checks()

@@ -136,12 +136,15 @@ class Home:
         return path.relative_to(self.root).as_posix()
 
     def directories(self) -> list[Path]:
-        return [self.inbox, self.archive, self.quarantine, self.engine, self.agents_dir,
-                *(self.knowledge / c for c in KB_CATEGORIES)]
+        """Every directory of the layout, each after its parent."""
+        return [self.root / "notes", self.inbox, self.archive, self.quarantine, self.engine,
+                self.knowledge, self.agents_dir, *(self.knowledge / c for c in KB_CATEGORIES)]
 
     def ensure(self) -> None:
-        """Create whatever part of the layout is missing (never touches existing files)."""
+        """Create whatever part of the layout is missing, every new directory 0700, so the
+        home stays private even when its root was made another way (never touches existing
+        files; only engine/ is always set to 0700)."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for directory in self.directories():
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            directory.mkdir(exist_ok=True, mode=0o700)
         os.chmod(self.engine, 0o700)

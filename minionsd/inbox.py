@@ -34,8 +34,8 @@ from minionsd.markdown import (
     first_heading,
     parse_note,
     read_note,
+    readable_slug,
     render_note,
-    safe_slug,
 )
 
 log = structlog.get_logger()
@@ -271,7 +271,7 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     date = date_stamp(now)
     slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
         or " ".join(body.split()[:8])
-    name = f"{author}-{safe_slug(slug_source)}-{date}.md"
+    name = f"{author}-{readable_slug(slug_source)}-{date}.md"
     meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
     if kind in ("finding", "feedback", "alert") or author == "engine":
         meta["agent"] = author

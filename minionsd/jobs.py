@@ -7,11 +7,14 @@ pipeline uses, and SQL goes through the single writer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,16 +48,21 @@ def expiry(app: App, now: datetime) -> Report:
 
 # --- rescan ---------------------------------------------------------------------------------
 
-def rescan(app: App, now: datetime) -> Report:
-    """Reconcile the inbox directory (the watcher's events are only hints)."""
-    check = app.hooks.get("check_watcher")
-    if check is not None:
+@dataclass(frozen=True)
+class InboxUpkeep:
+    """The running parts the rescan job reconciles, handed over by the daemon's wiring."""
+
+    check_watchers: tuple[Callable[[], None], ...]  # each restarts its observer if it died
+    scan: Callable[[], Report]  # reconcile the inbox directory, quarantine what is unreadable
+    poke: Callable[[], None]  # wake the batch trigger (safe from any thread)
+
+
+def rescan(app: App, now: datetime, upkeep: InboxUpkeep) -> Report:
+    """Reconcile the inbox directory (the watchers' events are only hints)."""
+    for check in upkeep.check_watchers:
         check()
-    scan = app.hooks.get("scan_inbox")
-    report = scan() if scan is not None else {}
-    poke = app.hooks.get("poke_inbox_threadsafe")
-    if poke is not None:
-        poke()
+    report = upkeep.scan()
+    upkeep.poke()
     return report
 
 
@@ -102,8 +110,41 @@ def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
     return meta, body, text
 
 
+_KB_SYNC = threading.Lock()  # one sweep or live file sync at a time (watch_kb.py)
+
+
 def kb_sweep(app: App, now: datetime) -> Report:
     """Bring added or edited KB files into SQL, soft-delete exact duplicates, report drift."""
+    with _KB_SYNC:
+        return _kb_sweep(app, now)
+
+
+def sync_kb_file(app: App, path: Path, now: datetime) -> str:
+    """The sweep for one knowledge file that changed on disk (the knowledge watcher's job).
+
+    A file that exists is imported or updated exactly as the sweep does; a file that is gone
+    loses its link, and a record that came from the file alone is retracted (as a swept file's
+    is). Returns what happened: imported, updated, unchanged, removed, deferred or unreadable.
+    """
+    rel = app.home.rel(path)
+    with _KB_SYNC:
+        if not path.is_file():
+            known = app.db.read_blocking(_kb_index)
+            if rel not in known:
+                return "unchanged"
+            app.db.write_blocking(_forget_file, rel, "file deleted from the knowledge base", now)
+            return "removed"
+        parsed = _read_entry(path)
+        if parsed is None:
+            return "unreadable"
+        meta, _body, text = parsed
+        report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
+        _import_entry(app, path, meta, text, app.db.read_blocking(_kb_index), now, report,
+                      defer_unlinked=True)
+        return next((k for k, v in report.items() if v), "unchanged")
+
+
+def _kb_sweep(app: App, now: datetime) -> Report:
     report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "duplicates_swept": [],
                       "pinned_skipped": 0, "unreadable": [], "missing_files": [],
                       "llm": "disabled"}
@@ -259,7 +300,9 @@ def _kb_index(conn: Any) -> dict[str, tuple[str, str | None]]:
 
 def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
                   known: dict[str, tuple[str, str | None]], now: datetime,
-                  report: Report) -> None:
+                  report: Report, defer_unlinked: bool = False) -> None:
+    """Import or update one file's record. With `defer_unlinked`, an entry consolidation
+    wrote whose note record is not in SQL yet is left alone (the batch is still running)."""
     rel = app.home.rel(path)
     digest = knowledge.sha256(text)
     previous = known.get(rel)
@@ -277,7 +320,15 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
             record_id = row["id"] if row else None
             if record_id is not None and previous is None:
                 knowledge.link_file(conn, rel, digest, record_id, now)
-                return "linked"
+                current = conn.execute("SELECT body FROM memory_records WHERE id = ?",
+                                       (record_id,)).fetchone()
+                if current is None or current["body"] == fields["body"]:
+                    return "linked"
+                # Edited by hand before it was first linked: the record follows the file.
+                records.update_content(conn, record_id, fields["title"], fields["body"], now)
+                return "updated"
+            if record_id is None and defer_unlinked:
+                return "deferred"
         if record_id is None:
             knowledge.insert_record(conn, rel, text, fields, now)
             return "imported"
@@ -286,6 +337,9 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
         return "updated"
 
     outcome = app.db.write_blocking(sync)
+    if outcome == "deferred":
+        report["deferred"] = report.get("deferred", 0) + 1
+        return
     report["imported" if outcome == "imported" else
            "updated" if outcome == "updated" else "unchanged"] += 1
 
@@ -459,10 +513,10 @@ def reindex(app: App, now: datetime) -> Report:
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}
 
 
-JOBS: dict[str, Callable[[App, datetime], Report]] = {
-    "kb_sweep": kb_sweep,
-    "retention": retention,
-    "expiry": expiry,
-    "rescan": rescan,
-    "reindex": reindex,
-}
+Job = Callable[[App, datetime], Report]
+
+
+def job_table(upkeep: InboxUpkeep) -> dict[str, Job]:
+    """Every maintenance job by name, in the order `status.jobs` lists them."""
+    return {"kb_sweep": kb_sweep, "retention": retention, "expiry": expiry,
+            "rescan": functools.partial(rescan, upkeep=upkeep), "reindex": reindex}

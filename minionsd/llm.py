@@ -35,8 +35,21 @@ def ask(app: App, system: str, prompt: str, purpose: str) -> str | None:
     except Exception as exc:  # noqa: BLE001 - callers keep their conservative default
         log.warning("llm.call_failed", purpose=purpose, error=type(exc).__name__,
                     detail=str(exc)[:300])
+        app.note_event("llm_failure", purpose=purpose, reason=failure_reason(exc))
         return None
     blocks: list[Any] = list(getattr(message, "content", None) or [])
     text = "".join(getattr(b, "text", "") or "" for b in blocks
                    if getattr(b, "type", None) == "text").strip()
+    if text:
+        app.note_event("llm_ok", purpose=purpose)
+    else:
+        app.note_event("llm_failure", purpose=purpose, reason="empty answer")
     return text or None
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short, single-line reason for status: the error class, HTTP status, first words."""
+    status = getattr(exc, "status_code", None)
+    detail = " ".join(str(exc).split())[:160]
+    head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
+    return f"{head}: {detail}" if detail else head

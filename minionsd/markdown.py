@@ -245,3 +245,13 @@ def safe_slug(slug: str, max_len: int = SAFE_SLUG_MAX) -> str:
     tag = hashlib.md5(slug.encode("utf-8", "surrogatepass")).hexdigest()[:_MD5_SUFFIX_LEN]
     base = slugify(trimmed, max(8, max_len - _MD5_SUFFIX_LEN - 1))
     return f"{base}-{tag}"[:max_len]
+
+
+def readable_slug(text: str, max_len: int = SAFE_SLUG_MAX) -> str:
+    """A file-name-safe slug a person can read: `text` itself when already safe, else its
+    slugified form (`VPN for deploys` -> `vpn-for-deploys`); `safe_slug`'s tagged form only
+    when slugifying leaves nothing (a title of only non-ASCII characters)."""
+    trimmed = text.strip()
+    if trimmed and len(trimmed) <= max_len and _SAFE_SLUG_RE.fullmatch(trimmed):
+        return trimmed
+    return slugify(trimmed, max_len).strip("-") or safe_slug(text, max_len)

@@ -101,10 +101,21 @@ def _team_footer(n: int) -> str:
             "(see notes.md and notes/archive/notes-history.md)._\n")
 
 
+def _readable(part: str, last: bool) -> str:
+    """A notes.md section or notebook entry as the agent reads it: no bookkeeping markers."""
+    text = notesfile.strip_markers(part).rstrip("\n")
+    return text + ("\n" if last else "\n\n") if text else ""
+
+
+def _readable_parts(header: str, parts: list[str]) -> tuple[str, list[str]]:
+    header = _readable(header, not parts)
+    return header, [_readable(p, i == len(parts) - 1) for i, p in enumerate(parts)]
+
+
 def team_notes_section(text: str | None, max_bytes: int, fence_max: int) -> Section | None:
     if not text:
         return None
-    header, sections = notesfile.split_sections(text)
+    header, sections = _readable_parts(*notesfile.split_sections(text))
     body, cut = newest_within(header, sections, max_bytes, _team_footer)
     return _section("team_notes", "team-notes:notes.md", body, cut, fence_max)
 
@@ -119,7 +130,7 @@ def personal_section(text: str | None, agent: str, max_bytes: int,
                      fence_max: int) -> Section | None:
     if not text or not text.strip():
         return None
-    header, entries = notebooks.split_entries(text)
+    header, entries = _readable_parts(*notebooks.split_entries(text))
     body, cut = newest_within(header, entries, max_bytes, _notebook_footer)
     return _section("personal_memory", f"personal-memory:knowledge/agents/{agent}.md", body,
                     cut, fence_max)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -183,6 +184,14 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
     return record_id
 
 
+_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
+
+
+def plain_snippet(snippet: str | None) -> str | None:
+    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
+    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
+
+
 def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
                    now: datetime) -> tuple[str, bool]:
     """Insert unless a record with this content hash exists; (id, inserted)."""
@@ -298,8 +307,8 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             WHERE memory_fts MATCH :expr AND {condition}""",
         binds,
     ).fetchone()[0]
-    records = [to_wire(row) | {"snippet": row["snippet"], "rank": order[row["seq"]][0]}
-               for row in rows]
+    records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
+                               "rank": order[row["seq"]][0]} for row in rows]
     return {"records": records, "total": total}
 
 

@@ -21,7 +21,7 @@ from minionsd import fts, jobs, records
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
-from minionsd.jobs import JOBS
+from minionsd.jobs import Job
 from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
@@ -48,10 +48,11 @@ def _last_runs(conn: Any) -> dict[str, dict[str, Any]]:
 
 
 class Scheduler:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, jobs: dict[str, Job]) -> None:
         self.app = app
+        self.jobs = jobs
         self._scheduler: AsyncIOScheduler | None = None
-        self._locks = {name: asyncio.Lock() for name in JOBS}
+        self._locks = {name: asyncio.Lock() for name in jobs}
         self._records_seen: int | None = None
         self._merged_through: int | None = None  # records version the last full merge saw
 
@@ -137,13 +138,14 @@ class Scheduler:
         return steps
 
     async def run_job(self, name: str) -> dict[str, Any]:
-        if name not in JOBS:
-            raise InvalidParams(f"'job' must be one of {', '.join(JOBS)}; got {name!r}",
+        if name not in self.jobs:
+            raise InvalidParams(f"'job' must be one of {', '.join(self.jobs)}; got {name!r}",
                                 param="job")
         async with self._locks[name]:
             now = self.app.now()
             try:
-                report = await run_in_daemon_thread(JOBS[name], self.app, now, name=f"job-{name}")
+                report = await run_in_daemon_thread(self.jobs[name], self.app, now,
+                                                    name=f"job-{name}")
             except Exception as exc:
                 log.exception("jobs.failed", job=name)
                 await self.app.db.write(_record_run, name, iso(now), False, str(exc)[:500])
@@ -157,7 +159,7 @@ class Scheduler:
     async def status(self) -> dict[str, Any]:
         last = await self.app.db.read(_last_runs)
         jobs = []
-        for name in JOBS:
+        for name in self.jobs:
             job = self._scheduler.get_job(name) if self._scheduler else None
             next_run = iso(job.next_run_time) if job is not None and job.next_run_time else None
             jobs.append({"id": name, "next_run_at": next_run, "last_result": last.get(name)})

@@ -96,6 +96,48 @@ def render_unit(kind: Kind, minionsd_path: str, home: str) -> str:
     return "".join(lines)
 
 
+PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp")
+
+
+def _under_private_tmp(path: str) -> str | None:
+    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        for tmp in PRIVATE_TMP_DIRS:
+            if candidate == tmp or candidate.startswith(tmp + "/"):
+                return candidate
+    return None
+
+
+def _interpreter(executable: str) -> str | None:
+    """The `#!` interpreter of a console script (a venv's python), if it has one."""
+    try:
+        with open(executable, "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    parts = first[2:].decode("utf-8", "replace").split()
+    return parts[0] if parts else None
+
+
+def check_system_paths(minionsd_path: str, home: str) -> None:
+    """Refuse a system unit that cannot start: its sandbox (PrivateTmp=yes) gives the service
+    an empty /tmp and /var/tmp, so a home, an executable or its interpreter (a venv) there is
+    invisible to it. Raises InvalidParams naming the path."""
+    checks = [("home", home), ("minionsd executable", minionsd_path)]
+    interpreter = _interpreter(minionsd_path)
+    if interpreter:
+        checks.append(("minionsd's Python interpreter", interpreter))
+    for what, path in checks:
+        hidden = _under_private_tmp(path)
+        if hidden:
+            raise InvalidParams(
+                f"the {what} {hidden} is under /tmp or /var/tmp, which the system unit's "
+                "PrivateTmp=yes hides from the service, so it could not start; put it elsewhere "
+                "(e.g. a home in /var/lib/minionsd, a venv in /opt/minionsd) or use --user",
+                param="home" if what == "home" else "minionsd_path")
+
+
 def default_install_path(kind: Kind, *, environ: Mapping[str, str] | None = None) -> Path:
     """Where `kind` is installed: the systemd system or user unit directory, or LaunchAgents."""
     _check_kind(kind)

@@ -35,23 +35,19 @@ class _Hint(FileSystemEventHandler):
 
 
 class InboxWatcher:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, on_change: Callable[[], None]) -> None:
         self.app = app
+        self._on_change = on_change  # called on the event loop for every hint
         self._observer: Observer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self.restarts = 0
 
-    def _poke(self) -> None:
-        poke = self.app.hooks.get("poke_inbox")
-        if poke is not None:
-            poke()
-
     def _start_observer(self) -> None:
         observer = Observer()
         observer.daemon = True
         assert self._loop is not None
-        observer.schedule(_Hint(self._loop, self._poke),
+        observer.schedule(_Hint(self._loop, self._on_change),
                           str(self.app.home.inbox), recursive=False)
         observer.start()
         self._observer = observer
@@ -63,8 +59,6 @@ class InboxWatcher:
         self._loop = asyncio.get_running_loop()
         self.app.home.inbox.mkdir(parents=True, exist_ok=True)
         self._start_observer()
-        self.app.hooks["watcher_healthy"] = self.healthy
-        self.app.hooks["check_watcher"] = self.check_observer
 
     def check_observer(self) -> None:
         """Restart a dead observer (callable from any thread)."""

@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
+    .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -16,7 +17,9 @@ Sections:
 5. retrieval `memory.retrieve` / `prompt.assemble` at 10k and N records vs the bare FTS5
              naive-OR candidate query for the same terms: 20 tasks cycled (what the daemon
              caches about them is warm after the first round), then tasks never asked before
-             (cold: nothing about them cached)
+             (cold: nothing about them cached); with --mcp also `memory_context` through
+             `minionsctl mcp` (the mcp SDK's client, one stdio session) beside the same
+             `prompt.assemble` on the raw socket, interleaved call by call
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -582,6 +585,60 @@ def bench_retrieval(daemon: Daemon, vocab: bench_data.Vocabulary, args: argparse
     if not methods:
         say("   memory.retrieve / prompt.assemble not implemented yet: only the naive-OR floor "
             "is shown (what a single OR query over all task terms costs)")
+    if args.mcp and "prompt.assemble" in methods:
+        bench_mcp(daemon, prepared, args)
+
+
+def bench_mcp(daemon: Daemon, prepared: list[tuple[Any, ...]], args: argparse.Namespace
+              ) -> None:
+    """memory_context through `minionsctl mcp` over one stdio session (the mcp SDK's client)
+    vs prompt.assemble with the same params on the raw socket, interleaved call by call."""
+    import anyio
+    from mcp import Client as McpClient
+    from mcp import StdioServerParameters
+
+    _task, project, agent, *_ = prepared[0]
+    command = [sys.executable, "-m", "minionsd.cli", "--home", str(daemon.home), "mcp",
+               "--agent", agent, "--project", project]
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    samples = min(args.retrieval_samples, 200)
+    warmup = min(10, samples)
+    timings: dict[str, list[int]] = {"prompt.assemble (raw socket)": [],
+                                     "memory_context (MCP stdio)": []}
+
+    async def run() -> str:
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+        async with McpClient(params, mode="legacy", read_timeout_seconds=120) as mcp:
+            with daemon.client() as raw:
+                deadline = time.monotonic() + args.retrieval_budget_s
+                for i in range(warmup + samples):
+                    if time.monotonic() > deadline and i > warmup + 10:
+                        say(f"   ! time budget reached after {i - warmup} samples")
+                        break
+                    task = prepared[i % len(prepared)][0]
+                    t0 = time.perf_counter_ns()
+                    raw.call("prompt.assemble", {"task": task, "project": project,
+                                                 "agent": agent})
+                    t1 = time.perf_counter_ns()
+                    result = await mcp.call_tool("memory_context", {"task": task})
+                    t2 = time.perf_counter_ns()
+                    if result.is_error:
+                        raise RuntimeError(result.content[0].text)
+                    if i >= warmup:
+                        timings["prompt.assemble (raw socket)"].append(t1 - t0)
+                        timings["memory_context (MCP stdio)"].append(t2 - t1)
+            return mcp.protocol_version
+
+    version = anyio.run(run)
+    say(f"   MCP: one `minionsctl mcp` session (protocol {version}), {len(prepared)} tasks "
+        f"cycled, agent {agent}, project {project}, {warmup} warm-up calls")
+    say(f"   {'':34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  samples")
+    for label, values in timings.items():
+        say(f"   {label:34} {fmt_ms(ms(pct(values, 50)))} {fmt_ms(ms(pct(values, 99)))} "
+            f"{fmt_ms(ms(max(values)))}  {len(values)}")
+    overhead = [b - a for a, b in zip(*timings.values(), strict=True)]
+    say(f"   MCP overhead per call (memory_context - prompt.assemble): p50 "
+        f"{ms(pct(overhead, 50)):.2f} ms, p99 {ms(pct(overhead, 99)):.2f} ms")
 
 
 def fresh_retrievals(client: Client, vocab: bench_data.Vocabulary,
@@ -887,6 +944,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pin", action="store_true",
                         help="pin the daemon to CPU 1 and this process to CPU 0")
     parser.add_argument("--keep", action="store_true", help="keep the temp homes")
+    parser.add_argument("--mcp", action="store_true",
+                        help="also time memory_context through minionsctl mcp (retrieval)")
     args = parser.parse_args(argv)
     if args.quick:
         args.records = min(args.records, 10_000)

@@ -9,22 +9,20 @@ front-matter block: the note's own keys merged with `source`, `agent`, `category
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minionsd.markdown import (
-    check_note_types,
-    first_heading,
-    parse_note,
-    render_note,
-    safe_slug,
-    slugify,
-)
+from minionsd.consolidate import gist
+from minionsd.markdown import check_note_types, parse_note, render_note, safe_slug, slugify
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
 TITLE_SLUG_MAX = 50
 AUTHOR_SLUG_MAX = 64
 _OWN_KEYS = ("source", "agent", "category", "date")
+# The `-<8 hex>` tag and `-<YYYY-MM-DD>` stamp that end minionsd's inbox names.
+_STEM_STAMP_RE = re.compile(r"(?:-[0-9a-f]{8})?-\d{4}-\d{2}-\d{2}(?:-\d+)?$")
+_DATED_NAME_RE = re.compile(r"^(?P<stem>.+)-(?P<date>\d{4}-\d{2}-\d{2})(?P<n>-\d+)?\.md$")
 
 _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     # (category, file-name substrings, content substrings)
@@ -53,24 +51,33 @@ def classify(name: str, content: str | None) -> str:
 
 
 def title_slug(name: str, content: str | None) -> str:
-    """Slug of the note's first H1, else of its file name; never empty.
+    """Slug of the note's title (front matter `title`, first heading, else first sentence:
+    gist.py), else of its file name; never empty.
 
-    A title of only non-ASCII characters slugifies to nothing; the file name then stands in,
-    and an MD5 tag as a last resort, so no entry is ever named `<date>-<author>-.md`.
+    A file-name stem loses the date stamp and 8-hex tag that inbox names carry
+    (`dallas-npm-fails-4477d56a-2026-12-01`). A title of only non-ASCII characters slugifies
+    to nothing; the file name then stands in, and an MD5 tag as a last resort, so no entry is
+    ever named `<date>-<author>-.md`.
     """
-    body = content or ""
-    heading = first_heading(body)
+    title = gist.note_title(content) if content else None
+    title = None if title == gist.UNTITLED else title
     stem = name[:-3] if name.endswith(".md") else name
-    for candidate in (heading, stem):
+    stem = _STEM_STAMP_RE.sub("", stem) or stem
+    for candidate in (title, stem):
         slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
         if slug:
             return slug
-    return safe_slug(f"note {heading or stem}", TITLE_SLUG_MAX)
+    return safe_slug(f"note {title or stem}", TITLE_SLUG_MAX)
 
 
 def entry_name(date: str, author: str, name: str, content: str | None) -> str:
-    """`<date>-<author>-<title slug>.md`; the author is made file-name safe first."""
-    return f"{date}-{safe_slug(author, AUTHOR_SLUG_MAX)}-{title_slug(name, content)}.md"
+    """`<date>-<author>-<title slug>.md`; the author is made file-name safe first, and a
+    slug that starts with the author again (`alice-release-freeze`) loses that prefix."""
+    author_slug = safe_slug(author, AUTHOR_SLUG_MAX)
+    slug = title_slug(name, content)
+    if slug.startswith(f"{author_slug}-") and len(slug) > len(author_slug) + 1:
+        slug = slug[len(author_slug) + 1:]
+    return f"{date}-{author_slug}-{slug}.md"
 
 
 def _merged_meta(
@@ -110,7 +117,14 @@ def render_entry(
 
 
 def archive_name(date: str, name: str) -> str:
-    """Archive file name for a processed inbox note, before collision handling."""
+    """Archive file name for a processed inbox note, before collision handling.
+
+    `<date>-<name>`; a name that already ends with the same date (`alice-x-2026-12-01.md`,
+    or `…-2026-12-01-2.md`) does not repeat it: `2026-12-01-alice-x.md`.
+    """
+    match = _DATED_NAME_RE.match(name)
+    if match and match.group("date") == date:
+        name = f"{match.group('stem')}{match.group('n') or ''}.md"
     return f"{date}-{name}"
 
 

@@ -11,12 +11,13 @@ precedes that line is cut, and a `#### ` category header alone never passes as a
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import anthropic
 import structlog
 
 from minionsd.consolidate.types import DigestNote, utf16_cut, utf16_len
+from minionsd.llm import failure_reason
 
 log = structlog.get_logger()
 
@@ -190,8 +191,11 @@ def request_digest(
     date: str | None = None,
     existing_notes: str = "",
     kb_paths: Mapping[str, str] | None = None,
+    on_failure: Callable[[str], None] | None = None,
 ) -> str | None:
     """Ask the Messages API for the batch digest; None on any failure. Never raises.
+
+    `on_failure`, if given, is told a short reason whenever the answer is not used.
 
     Pass `date` (the batch's UTC day) so the digest title carries it, `existing_notes` (the
     current notes.md) so the model can skip what the team already knows, and `kb_paths`
@@ -219,10 +223,14 @@ def request_digest(
             request_id=getattr(exc, "request_id", None),
             notes=len(notes),
         )
+        if on_failure is not None:
+            on_failure(failure_reason(exc))
         return None
     digest = accept_digest(answer)
     if digest is None:
         log.warning("llm.digest_unusable", answer_chars=len(answer), notes=len(notes))
+        if on_failure is not None:
+            on_failure(f"unusable answer ({len(answer)} characters, no ### heading)")
         return None
     log.info("llm.digest_ok", digest_chars=len(digest), notes=len(notes))
     return digest

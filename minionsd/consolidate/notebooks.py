@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from minionsd.consolidate.gist import first_heading_any
 from minionsd.consolidate.notesfile import check_entry_id, neutralise_markers
 from minionsd.markdown import first_heading
 
@@ -50,7 +51,7 @@ def _cut_utf8(text: str, max_bytes: int) -> str:
 
 def _entry_body(body: str, title: str, source: str, max_bytes: int) -> str:
     lines = body.strip("\n").split("\n")
-    if lines and first_heading(lines[0]) == title:
+    if lines and first_heading_any(lines[0]) == " ".join(title.split()):
         lines = lines[1:]  # the entry heading already says it
     text = "\n".join(lines).strip("\n")
     if len(text.encode("utf-8")) > max_bytes:

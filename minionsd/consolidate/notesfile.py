@@ -41,6 +41,16 @@ def neutralise_markers(text: str) -> str:
     return text.replace(_MARKER_PREFIX, "&lt;!-- minions:")
 
 
+_MARKER_LINE_RE = re.compile(r"^[ \t]*<!-- minions:[^\n>]*-->[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_MARKER_ANY_RE = re.compile(r"<!-- minions:[^\n>]*-->")
+
+
+def strip_markers(text: str) -> str:
+    """`text` without minionsd's bookkeeping comments (batch and entry markers), for readers
+    such as prompt sections; the files keep them, since a redo after a crash relies on them."""
+    return _MARKER_ANY_RE.sub("", _MARKER_LINE_RE.sub("", text))
+
+
 def batch_marker(entry_id: str) -> str:
     """The HTML comment that ends a section written for batch `entry_id`."""
     return f"<!-- minions:batch={check_entry_id(entry_id)} -->"

@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,14 +28,14 @@ from minionsd import inbox as inbox_mod
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import classify, journal, notebooks, notesfile
+from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
 from minionsd.consolidate.identity import has_notebook, is_temporary
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, check_note_types, first_heading, parse_note
+from minionsd.markdown import FrontMatterError, check_note_types, parse_note
 
 log = structlog.get_logger()
 
@@ -65,6 +66,7 @@ class BatchResult:
 class InboxState:
     notes: list[InboxNote]  # every processable note, oldest first; held ones flagged
     busy: set[str]  # names in an open (interrupted or running) batch
+    submitted: frozenset[str] = frozenset()  # written by inbox.submit (no settling time)
 
     def is_eligible(self, note: InboxNote) -> bool:
         return note.settled and not note.held and note.name not in self.busy
@@ -80,12 +82,17 @@ def mentioned_paths(text: str, limit: int = 50) -> list[str]:
 class Pipeline:
     """Runs batches synchronously (call from a worker thread)."""
 
-    def __init__(self, app: App, inbox: Inbox) -> None:
+    def __init__(self, app: App, inbox: Inbox, *,
+                 submit_note: Callable[[dict[str, Any]], Any],
+                 crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = inbox
+        # Writes the storm alert through inbox.submit's code (its duplicate rule makes a redo
+        # of the same batch write nothing).
+        self._submit_note = submit_note
         self._abandon = threading.Event()
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
-        self._crash_at: Callable[[str], None] = app.hooks.get("crash_at", lambda step: None)
+        self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -104,28 +111,56 @@ class Pipeline:
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
-        return InboxState(notes, busy)
+        return InboxState(notes, busy, submitted)
 
     def eligible(self) -> list[InboxNote]:
         return self.inbox_state().eligible()
 
     def work_state(self) -> str:
         """"work": a batch should run now; "wait": notes are still settling; else "idle"."""
+        return self.work_plan()[0]
+
+    def work_plan(self) -> tuple[str, float | None]:
+        """(work_state, seconds until the oldest eligible note reaches its wait bound).
+
+        The second value is None when no wait bound is pending (no eligible note, the bound
+        is off, or a batch is due anyway).
+        """
         if self.app.db.read_blocking(journal.open_batch_ids):
-            return "work"
+            return "work", None
         state = self.inbox_state()
-        if len(state.eligible()) >= self.app.config["engine.inbox_consolidate_threshold"]:
-            return "work"
-        return "wait" if any(not n.settled for n in state.notes) else "idle"
+        eligible = state.eligible()
+        if len(eligible) >= self.app.config["engine.inbox_consolidate_threshold"]:
+            return "work", None
+        due_in = self._wait_due_in(eligible, state.submitted)
+        if due_in is not None and due_in <= 0:
+            return "work", None
+        return ("wait" if any(not n.settled for n in state.notes) else "idle"), due_in
+
+    def _waited_enough(self, eligible: list[InboxNote], submitted: frozenset[str]) -> bool:
+        due_in = self._wait_due_in(eligible, submitted)
+        return due_in is not None and due_in <= 0
+
+    def _wait_due_in(self, eligible: list[InboxNote], submitted: frozenset[str]) -> float | None:
+        """Seconds until the oldest eligible note has waited engine.inbox_max_wait_s since it
+        settled (<= 0: it has); None when the bound is off (0) or nothing is eligible."""
+        max_wait = self.app.config["engine.inbox_max_wait_s"]
+        if not max_wait or not eligible:
+            return None
+        settle_s = self.app.config["engine.inbox_settle_ms"] / 1000
+        settled_at = min(n.mtime + (0 if n.name in submitted else settle_s) for n in eligible)
+        return settled_at + max_wait - time.time()
 
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
         if recovered is not None:
             return recovered
-        notes = self.eligible()
+        state = self.inbox_state()
+        notes = state.eligible()
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
-        if not notes or (not force and len(notes) < threshold):
+        if not notes or (not force and len(notes) < threshold
+                         and not self._waited_enough(notes, state.submitted)):
             return BatchResult()
         batch = notes[: self.app.config["engine.consolidation_max_batch"]]
         batch_id = self._journal(batch)
@@ -161,6 +196,7 @@ class Pipeline:
 
     def execute(self, batch_id: str) -> BatchResult:
         self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        self._plan_kb(self.app.db.read_blocking(journal.load, batch_id))
         batch = self.app.db.read_blocking(journal.load, batch_id)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
@@ -187,10 +223,13 @@ class Pipeline:
     def _digest(self, batch: journal.Batch) -> tuple[str, str]:
         if batch.mode is not None:
             return batch.mode, batch.digest or ""
-        notes = [DigestNote(n.name, n.author, n.content) for n in batch.notes]
+        notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
+                 for n in batch.notes]
         existing = read_text(self.app.home.notes) or ""
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
+        if digest:
+            self.app.note_event("llm_ok", purpose="digest")
         if digest is None:
             digest = regex_digest(notes, batch.date, existing)
         self._step("digest")
@@ -208,7 +247,10 @@ class Pipeline:
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
             base_url=cfg["llm.base_url"] or None, timeout_s=cfg["llm.timeout_s"],
-            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing)
+            max_retries=cfg["llm.max_retries"], date=date, existing_notes=existing,
+            kb_paths={n.name: n.kb_path for n in notes if n.kb_path},
+            on_failure=lambda reason: self.app.note_event("llm_failure", purpose="digest",
+                                                          reason=reason))
 
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
@@ -230,6 +272,27 @@ class Pipeline:
 
     def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
         return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
+
+    def _plan_kb(self, batch: journal.Batch) -> None:
+        """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
+
+        Paths are journalled, so a redo links and writes the same files; a path that someone
+        else's file took meanwhile is chosen again when the entry is written.
+        """
+        if any(n.role == "storm" for n in batch.notes) or batch.mode is not None:
+            return
+        home = self.app.home
+        taken = {n.kb_path for n in batch.notes if n.kb_path}
+        for note in batch.notes:
+            if note.kb_path is not None or note.done:
+                continue
+            category = classify.classify(note.name, note.content)
+            name = classify.entry_name(batch.date, note.author, note.name, note.content)
+            rel = classify.unique_path(
+                home.rel(home.category_dir(category)), name,
+                lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
+            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            taken.add(rel)
 
     def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
         home = self.app.home
@@ -396,16 +459,13 @@ class Pipeline:
             atomic_write_text(target, note.content)
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
-        writer = self.app.hooks.get("submit_note")
-        if writer is None:
-            return
         sample = batch.notes[0]
         body = (f"# Duplicate storm stopped\n\n{len(batch.notes)} copies of one note "
                 f"(first: {sample.name}, author {sample.author}) arrived in one batch. "
                 "They were archived without digest, KB, notebook or SQL writes.\n")
         self._step("alert")
-        writer({"body": body, "author": "engine", "kind": "alert",
-                "title": f"duplicate storm {batch.id}"})
+        self._submit_note({"body": body, "author": "engine", "kind": "alert",
+                           "title": f"duplicate storm {batch.id}"})
 
 
 def _holds_other(path: Path, content: str) -> bool:
@@ -444,8 +504,5 @@ def _strip_front_matter(content: str) -> str:
 
 
 def _title(note: journal.JournalNote) -> str:
-    meta = _safe_meta(note.content)
-    title = meta.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    return first_heading(_body(note.content)) or note.name.removesuffix(".md")
+    """Front matter `title`, else the first heading, else the first sentence (gist.py)."""
+    return gist.note_title(note.content)

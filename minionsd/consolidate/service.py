@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import structlog
@@ -28,21 +28,18 @@ log = structlog.get_logger()
 
 
 class ConsolidationService:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
         self.inbox = Inbox(app.home)
-        self.pipeline = Pipeline(app, self.inbox)
+        self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
+                                 crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        app.hooks["submit_note"] = self.submit_sync
-        app.hooks["poke_inbox"] = self.poke
-        app.hooks["poke_inbox_threadsafe"] = self.poke_threadsafe
-        app.hooks["scan_inbox"] = self.scan_report
-        app.hooks["pause_consolidation"] = self.paused
+        self._wake: asyncio.TimerHandle | None = None  # the inbox_max_wait_s timer
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -61,6 +58,8 @@ class ConsolidationService:
     async def stop(self) -> None:
         self._stopping = True
         self.pipeline.abandon()
+        if self._wake is not None:
+            self._wake.cancel()
         if self._trigger_task is not None:
             self._trigger_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -118,7 +117,9 @@ class ConsolidationService:
             if not cfg["engine.auto_consolidate_memory"]:
                 return
             await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
-            state = await run_in_daemon_thread(self.pipeline.work_state, name="inbox-scan")
+            state, due_in = await run_in_daemon_thread(self.pipeline.work_plan,
+                                                       name="inbox-scan")
+            self._arm_wake(due_in)
             if state == "work":
                 try:
                     async with self._lock:
@@ -131,6 +132,18 @@ class ConsolidationService:
                     return
             elif state == "idle" and not self._dirty:
                 return
+
+    def _arm_wake(self, due_in: float | None) -> None:
+        """Look again when the oldest eligible note reaches engine.inbox_max_wait_s."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if due_in is not None and not self._stopping and self._loop is not None:
+            self._wake = self._loop.call_later(max(0.0, due_in) + 0.05, self.poke)
+
+    async def config_changed(self, key: str | None) -> None:
+        if key is None or key.startswith("engine."):
+            self.poke()  # a new threshold or wait bound may make a batch due (or later)
 
     # --- status -------------------------------------------------------------------------------
 

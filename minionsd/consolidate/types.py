@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class DigestNote:
-    """One inbox note as the digest sees it: file name, resolved author, raw content."""
+    """One inbox note as the digest sees it: file name, resolved author, raw content, and
+    the path (relative to the home) its knowledge entry gets, when it is known."""
 
     name: str
     author: str
     content: str
+    kb_path: str | None = None
 
 
 def utf16_len(text: str) -> int:

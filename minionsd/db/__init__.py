@@ -8,6 +8,8 @@ Reads use separate connections (one per reader thread). WAL lets readers run dur
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
 import sqlite3
 import threading
@@ -17,8 +19,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
+
 from minionsd.errors import StorageError
 
+log = structlog.get_logger()
 T = TypeVar("T")
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -78,6 +83,22 @@ def check_fts5() -> None:
         conn.close()
 
 
+def make_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm
+    files the database file's mode), and take group/other access off an existing one."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # a symlinked state.db is allowed
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            if side.lstat().st_mode & 0o077:
+                os.chmod(side, 0o600)
+
+
 def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
@@ -103,10 +124,16 @@ class Database:
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
-        self._write_conn = self._writer.submit(self._open_writer).result()
+        try:
+            self._write_conn = self._writer.submit(self._open_writer).result()
+        except BaseException:
+            self._writer.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+            raise
         self._closed = False
 
     def _open_writer(self) -> sqlite3.Connection:
+        make_private(self.path)
         conn = connect(self.path)
         try:
             migrate(conn)
@@ -116,15 +143,35 @@ class Database:
         return conn
 
     def _in_transaction(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """BEGIN IMMEDIATE, fn, COMMIT. Whatever fails - fn, or the COMMIT itself (a deferred
+        constraint, a full disk, an I/O error) - is rolled back, so the writer is never left
+        inside a transaction and the next write starts clean. A SQLite error is reported as a
+        StorageError naming it; fn's own errors pass through unchanged."""
         conn = self._write_conn
-        conn.execute("BEGIN IMMEDIATE")
+        if conn.in_transaction:  # only after a failed ROLLBACK; never build on its leftovers
+            self._rollback("stale transaction")
         try:
-            result = fn(conn, *args, **kwargs)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn, *args, **kwargs)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._rollback(f"{type(exc).__name__}: {exc}")
+                raise
+        except sqlite3.Error as exc:
+            log.error("db.write_failed", function=getattr(fn, "__name__", repr(fn)),
+                      error=f"{type(exc).__name__}: {exc}")
+            raise StorageError(f"database write failed: {exc}") from exc
         return result
+
+    def _rollback(self, reason: str) -> None:
+        conn = self._write_conn
+        if not conn.in_transaction:
+            return  # SQLite already rolled back (it does so itself for some errors)
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            log.error("db.rollback_failed", reason=reason[:300], error=str(exc))
 
     def _in_unsynced_transaction(self, fn: Callable[..., T], *args: Any) -> T:
         conn = self._write_conn
@@ -189,6 +236,12 @@ class Database:
             return
         self._closed = True
         self._readers.shutdown(wait=True)
+        # Readers first: only the last connection to close checkpoints the WAL into state.db
+        # and deletes it, and a read-only connection cannot, so the writer must be last.
+        with self._read_lock:
+            for conn in self._read_conns:
+                conn.close()
+            self._read_conns.clear()
 
         def _close_writer() -> None:
             try:
@@ -199,7 +252,3 @@ class Database:
 
         self._writer.submit(_close_writer).result()
         self._writer.shutdown(wait=True)
-        with self._read_lock:
-            for conn in self._read_conns:
-                conn.close()
-            self._read_conns.clear()

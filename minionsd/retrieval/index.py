@@ -31,7 +31,8 @@ from minionsd.retrieval.recordview import MAX_CACHED, RecordView
 DF_CACHE_SECONDS = 300.0
 MAX_DFS = 50_000
 MAX_STEMS = 50_000
-MAX_SHARED = 100_000  # strings (~10 MB; the bench's 100,000 notes have ~27,000 stems)
+MAX_SHARED = 100_000
+_UNKNOWN = object()  # strings (~10 MB; the bench's 100,000 notes have ~27,000 stems)
 
 
 class RecallIndex:
@@ -55,17 +56,24 @@ class RecallIndex:
 
     def stems(self, conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | None]:
         """word -> FTS5 stem (None for a word that is not one token), remembered."""
-        words = list(words)
         known = self._stems
-        missing = [w for w in words if w not in known]
+        out: dict[str, str | None] = {}
+        missing = []
+        for word in words:
+            # One read per word: another thread may empty the memo at any time.
+            stem = known.get(word, _UNKNOWN)
+            if stem is _UNKNOWN:
+                missing.append(word)
+            else:
+                out[word] = stem  # type: ignore[assignment]
         if missing:
             found = fts.stems(conn, missing)
             with self._lock:
                 if len(known) + len(found) > MAX_STEMS:
                     known.clear()
                 known.update(found)
-            return {w: known.get(w, found.get(w)) for w in words}
-        return {w: known[w] for w in words}
+            out |= found
+        return out
 
     # --- document frequencies --------------------------------------------------------------
 

@@ -150,9 +150,28 @@ def _render(fields: tuple[Any, ...]) -> tuple[str, int]:
     if title:
         lines.append(f"Title: {title}")
     if isinstance(body, str) and body.strip():
-        lines.append(body.strip("\n").rstrip())
+        text = body.strip("\n").rstrip()
+        if title:
+            text = _without_title_heading(text, title)
+        if text:
+            lines.append(text)
     text = "\n".join(lines)
     return text, len(text.encode("utf-8"))
+
+
+_HEADING_LINE_RE = re.compile(r"[ \t]*#{1,6}[ \t]+(.*?)[ \t#]*(?:\n|$)")
+
+
+def _without_title_heading(body: str, title: str) -> str:
+    """The body minus an opening heading that only repeats the title line above it.
+
+    The `Title: ` line is longer than the `# `…`###### ` it replaces, so the rendered item is
+    still at least as long as the stripped body (min_size stays a lower bound).
+    """
+    match = _HEADING_LINE_RE.match(body)
+    if match and " ".join(match.group(1).split()) == title:
+        return body[match.end():].lstrip("\n")
+    return body
 
 
 # The same records are packed for many tasks; a rendered item is about its body's size, so

@@ -31,8 +31,8 @@ class RpcError(Exception):
         self.detail = detail
 
 
-class DaemonUnavailable(Exception):
-    """Nothing answers on the socket."""
+class DaemonUnavailable(ConnectionError):
+    """Nothing answers on the socket, or the daemon went away before it answered."""
 
 
 def socket_for_home(home: str | os.PathLike[str]) -> Path:
@@ -73,6 +73,7 @@ class Client:
         return self
 
     def close(self) -> None:
+        self._buffer = b""  # what was read belongs to this connection only
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -86,27 +87,92 @@ class Client:
     def send_raw(self, payload: bytes) -> None:
         self.connect()
         assert self._sock is not None
-        self._sock.sendall(payload)
+        try:
+            self._sock.sendall(payload)
+        except OSError as exc:
+            self.close()
+            raise DaemonUnavailable(f"minionsd on {self.socket_path} went away: {exc}") from exc
 
     def read_line(self) -> bytes:
+        """The next reply line. Any failure closes the connection, so a later call never
+        reads a reply meant for this one."""
         assert self._sock is not None
         while b"\n" not in self._buffer:
-            chunk = self._sock.recv(65536)
+            try:
+                chunk = self._sock.recv(65536)
+            except TimeoutError:
+                self.close()
+                raise TimeoutError(f"no reply from minionsd within {self.timeout:g} s "
+                                   "(the connection was dropped)") from None
+            except OSError as exc:
+                self.close()
+                raise DaemonUnavailable(
+                    f"minionsd on {self.socket_path} went away: {exc}") from exc
             if not chunk:
-                raise ConnectionError("daemon closed the connection")
+                self.close()
+                raise DaemonUnavailable(
+                    f"minionsd on {self.socket_path} closed the connection before answering")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
 
     def call(self, method: str, params: dict[str, Any] | None = None, /,
              **kwargs: Any) -> Any:
-        """Call a method; keyword arguments become params. Raises RpcError on an error."""
+        """Call a method; keyword arguments become params. Raises RpcError on an error,
+        DaemonUnavailable when the daemon is not there or goes away mid-call, TimeoutError
+        when no reply comes within the timeout (the connection is then dropped)."""
         request_id = next(self._ids)
         message = {"jsonrpc": "2.0", "method": method, "id": request_id,
                    "params": dict(params or {}) | kwargs}
-        self.send_raw(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
-        reply = json.loads(self.read_line())
+        payload = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
+        try:
+            reply = self._send(payload, request_id, retry=True)
+        except BaseException:
+            self.close()
+            raise
         if "error" in reply:
             error = reply["error"]
             raise RpcError(error.get("code", 0), error.get("message", ""), error.get("data"))
         return reply.get("result")
+
+    def _reply_to(self, request_id: int) -> dict[str, Any]:
+        """Read until the reply to `request_id`; a reply to an earlier request (one whose
+        caller gave up) is discarded. An error with a null id is the daemon saying it could
+        not read this request at all, so it is ours too."""
+        while True:
+            reply = json.loads(self.read_line())
+            if not isinstance(reply, dict):
+                continue
+            if reply.get("id") == request_id:
+                return reply
+            if reply.get("id") is None and "error" in reply:
+                return reply
+
+    def _send(self, payload: bytes, request_id: int, retry: bool) -> dict[str, Any]:
+        """Send one request and return its reply.
+
+        A failed send means the daemon never got the whole line (the newline goes last), so
+        it never ran the request. The daemon may have refused it part-way (a line over its
+        size limit) and said why before closing: that answer is returned. Otherwise the
+        connection was stale (the daemon restarted since the last call) and the request is
+        sent once more on a new connection."""
+        self.connect()
+        assert self._sock is not None
+        try:
+            self._sock.sendall(payload)
+        except OSError as exc:
+            reply = self._answer_left_behind(request_id)
+            self.close()
+            if reply is not None:
+                return reply
+            if retry:
+                return self._send(payload, request_id, retry=False)
+            raise DaemonUnavailable(f"minionsd on {self.socket_path} went away: {exc}") from exc
+        return self._reply_to(request_id)
+
+    def _answer_left_behind(self, request_id: int) -> dict[str, Any] | None:
+        """After a failed send: a reply the daemon wrote before it closed, if any."""
+        try:
+            return self._reply_to(request_id)
+        except (OSError, ValueError):
+            return None

@@ -6,6 +6,7 @@ writer for writes), shape the result. Parameter names are the public API (SPEC Â
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minionsd import records
@@ -21,9 +22,11 @@ def _require_str(value: Any, name: str) -> str:
     return value
 
 
-def build_methods(app: App, extra: dict[str, Handler] | None = None) -> dict[str, Handler]:
-    async def status() -> dict[str, Any]:
-        return await app.hooks["status"]()
+def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
+                  config_changed: Callable[[str], Awaitable[None]],
+                  extra: dict[str, Handler] | None = None) -> dict[str, Handler]:
+    """The core methods; `status` and `config_changed` are the daemon's, `extra` the
+    components' own tables."""
 
     async def config_get(key: str | None = None) -> dict[str, Any]:
         if key is None:
@@ -43,8 +46,7 @@ def build_methods(app: App, extra: dict[str, Handler] | None = None) -> dict[str
         updated = app.config.with_value(key, value)
         updated.save()
         app.config = updated
-        if "config_changed" in app.hooks:
-            await app.hooks["config_changed"](key)
+        await config_changed(key)
         return {"key": key, "value": updated.get(key), "applied": key not in RESTART_KEYS}
 
     async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,  # noqa: A002

@@ -3,12 +3,17 @@
 Params are bound to the handler's signature *before* the call, so a TypeError raised inside
 a handler is a bug (reported as -32603 and logged), never mistaken for invalid params. No
 traceback is ever put on the wire.
+
+Decoding is the protocol boundary: the line must be strict UTF-8, a lone surrogate from a
+`\\uD800`-style escape becomes U+FFFD (so every method sees clean strings), and nesting is
+bounded. Encoding never drops a reply: a result that cannot be serialised is answered -32603.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -24,12 +29,89 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
+MAX_NESTING = 64
+
 Handler = Callable[..., Awaitable[Any]]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _encode(message: Any) -> bytes:
+    """Compact JSON without the newline. A lone surrogate in a string cannot be UTF-8, so such
+    a message is sent with ASCII escapes instead (still valid JSON)."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":")).encode("ascii")
 
 
 def dumps(message: Any) -> bytes:
     """Compact JSON, one line: json escapes newlines inside strings, so framing is safe."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return _encode(message) + b"\n"
+
+
+def clean_text(value: str) -> str:
+    """`value` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value)
+
+
+class TooDeep(ValueError):
+    """A message nested deeper than MAX_NESTING: an invalid request, not a parse error.
+    `request_id` is the message's id when it has a usable one, so the reply can carry it."""
+
+    def __init__(self, detail: str, request_id: Any = None) -> None:
+        super().__init__(detail)
+        self.request_id = request_id
+
+
+def _walk(message: Any, clean: bool) -> int:
+    """The nesting depth of a decoded message; with `clean`, every string and key in it has
+    its lone surrogates replaced in place. Iterative, so no depth can overflow the stack."""
+    depth = 0
+    stack: list[tuple[Any, int]] = [(message, 1)]
+    while stack:
+        node, level = stack.pop()
+        depth = max(depth, level)
+        if isinstance(node, dict):
+            items = list(node.items())
+            if clean:
+                node.clear()
+            for key, value in items:
+                if clean:
+                    node[clean_text(key)] = clean_text(value) if isinstance(value, str) else value
+                if isinstance(value, dict | list):
+                    stack.append((value, level + 1))
+        else:
+            for index, value in enumerate(node):
+                if clean and isinstance(value, str):
+                    node[index] = clean_text(value)
+                elif isinstance(value, dict | list):
+                    stack.append((value, level + 1))
+    return depth
+
+
+def decode_line(line: bytes) -> Any:
+    """One request line -> the decoded message, its strings free of lone surrogates.
+
+    Raises ValueError (a parse error) for bad UTF-8, bad JSON or nesting too deep for the
+    parser, and TooDeep for a message nested more than MAX_NESTING levels."""
+    try:
+        text = line.decode("utf-8")
+        message = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"request is not valid UTF-8 JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("request is not valid UTF-8 JSON: nested too deeply to parse "
+                         f"(the limit is {MAX_NESTING} levels)") from None
+    if isinstance(message, dict | list):
+        # A lone surrogate can only come from a \uD8xx-\uDFxx escape (the bytes are strict
+        # UTF-8), so lines without one skip the rewrite.
+        depth = _walk(message, clean=_SURROGATE_ESCAPE.search(text) is not None)
+        if depth > MAX_NESTING:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            raise TooDeep(f"request is nested {depth} levels deep; the limit is {MAX_NESTING}",
+                          request_id if _valid_id(request_id) else None)
+    return message
 
 
 def error_response(request_id: Any, code: int, message: str, detail: str,
@@ -37,6 +119,23 @@ def error_response(request_id: Any, code: int, message: str, detail: str,
     data = {"detail": detail} | {k: v for k, v in extra.items() if v is not None}
     return {"jsonrpc": "2.0", "id": request_id,
             "error": {"code": code, "message": message, "data": data}}
+
+
+def _method(message: Any) -> Any:
+    return message.get("method") if isinstance(message, dict) else None
+
+
+def encode_reply(reply: dict[str, Any], method: Any = None) -> bytes:
+    """One reply as JSON (no newline). A result or error that cannot be serialised becomes
+    a -32603 reply with the same id, and the failure is logged: the client always hears back."""
+    try:
+        return _encode(reply)
+    except (TypeError, ValueError, RecursionError) as exc:
+        log.error("rpc.reply_unserialisable", method=method, id=reply.get("id"),
+                  error=repr(exc)[:500])
+        return _encode(error_response(reply.get("id"), INTERNAL_ERROR, "Internal error",
+                                      "the reply could not be serialised as JSON; "
+                                      "the daemon log has details"))
 
 
 def _valid_id(value: Any) -> bool:
@@ -52,18 +151,21 @@ class Dispatcher:
 
     async def handle_bytes(self, line: bytes) -> bytes | None:
         try:
-            message = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return dumps(error_response(None, PARSE_ERROR, "Parse error",
-                                        f"request is not valid UTF-8 JSON: {exc}"))
+            message = decode_line(line)
+        except TooDeep as exc:
+            return dumps(error_response(exc.request_id, INVALID_REQUEST, "Invalid Request",
+                                        str(exc)))
+        except ValueError as exc:
+            return dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
         if isinstance(message, list):
             if not message:
                 return dumps(error_response(None, INVALID_REQUEST, "Invalid Request",
                                             "empty batch"))
-            replies = [r for r in [await self.handle_message(m) for m in message] if r]
-            return dumps(replies) if replies else None
+            replies = [(m, await self.handle_message(m)) for m in message]
+            encoded = [encode_reply(r, _method(m)) for m, r in replies if r]
+            return b"[" + b",".join(encoded) + b"]\n" if encoded else None
         reply = await self.handle_message(message)
-        return dumps(reply) if reply else None
+        return encode_reply(reply, _method(message)) + b"\n" if reply else None
 
     async def handle_message(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):

@@ -16,7 +16,13 @@ from pathlib import Path
 import structlog
 
 from minionsd.errors import StorageError
-from minionsd.rpc.protocol import INVALID_REQUEST, Dispatcher, dumps, error_response
+from minionsd.rpc.protocol import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    Dispatcher,
+    dumps,
+    error_response,
+)
 
 log = structlog.get_logger()
 SUN_PATH_MAX = 107
@@ -119,7 +125,15 @@ class RpcServer:
                 return
             if not line.strip():
                 continue
-            reply = await self.dispatcher.handle_bytes(line)
+            try:
+                reply = await self.dispatcher.handle_bytes(line)
+            except Exception:
+                # The dispatcher answers every failure it knows; this is the last guard so a
+                # client is never left waiting on a connection that silently closed.
+                log.exception("rpc.request_failed")
+                reply = dumps(error_response(None, INTERNAL_ERROR, "Internal error",
+                                             "the request failed unexpectedly; "
+                                             "the daemon log has details"))
             if reply is not None:
                 writer.write(reply)
                 await writer.drain()

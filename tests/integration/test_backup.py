@@ -314,7 +314,7 @@ def test_restore_refuses_a_stale_fts_index(offline_app, short_home):
     assert not (fresh / "engine" / "state.db").exists()
 
 
-def test_backup_runs_inside_the_consolidation_pause_hook(offline_app, short_home):
+def test_backup_runs_inside_the_consolidation_pause(offline_app, short_home):
     app = offline_app
     target = short_home.parent / "backup"
     events = []
@@ -325,8 +325,7 @@ def test_backup_runs_inside_the_consolidation_pause_hook(offline_app, short_home
         yield
         events.append(("resumed", (target / "minionsd-backup.json").is_file()))
 
-    app.hooks["pause_consolidation"] = pause
-    create = backup.BackupSurface(app).methods()["backup.create"]
+    create = backup.BackupSurface(app, pause_consolidation=pause).methods()["backup.create"]
     result = asyncio.run(create(str(target)))
     assert result["path"] == str(target)
     assert events == [("paused", False), ("resumed", True)]

@@ -16,7 +16,7 @@ from minionsd.client import RpcError
 from tests.conftest import REPO, wait_for
 
 HEAVY = ("anthropic", "watchdog", "apscheduler", "structlog", "yaml", "filelock", "tomli_w",
-         "httpx", "sqlite3", "asyncio")
+         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -183,7 +183,7 @@ def test_json_before_and_after_every_command():
         "pinned append": ["x"], "retrieve": ["--task", "-"], "prompt": ["--task", "-"],
         "config get": [], "config set": ["k", "v"], "maintenance": ["reindex"],
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
-        "service install": ["--print"],
+        "service install": ["--print"], "connect": ["codex", "--print"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()
@@ -227,9 +227,11 @@ def test_service_install_print(tmp_path):
     assert "systemctl --user enable --now minionsd" in result.stderr
     plist = ok(run_ctl("--home", str(home), "service", "install", "--print", "--launchd"))
     assert f"<string>{executable}</string>" in plist and f"<string>{home}</string>" in plist
-    described = as_json(run_ctl("--home", str(home), "--json", "service", "install",
+    # A system unit has PrivateTmp=yes, so its home must live outside /tmp.
+    system_home = Path("/var/lib/minions home")
+    described = as_json(run_ctl("--home", str(system_home), "--json", "service", "install",
                                 "--print", "--system"))
-    assert described["minionsd"] == executable and described["home"] == str(home)
+    assert described["minionsd"] == executable and described["home"] == str(system_home)
     assert described["path"] == "/etc/systemd/system/minionsd.service"
     assert described["written"] is False and "ReadWritePaths" in described["unit"]
 

@@ -4,6 +4,7 @@ once (one record, one KB entry, at most one digest contribution, one archived fi
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -70,4 +71,7 @@ def test_kill_at_any_step_loses_and_duplicates_nothing(make_daemon, short_home, 
         if i % 3 == 0:
             assert notebook.read_text().count(token) == 1, token
     assert len(archive) == NOTES and len(kb) == NOTES
+    # The digest links each note's KB entry, chosen before the digest and kept by the redo.
+    links = re.findall(r"\]\((knowledge/[^)]+)\)", (home / "notes.md").read_text())
+    assert sorted(links) == sorted(str(p.relative_to(home)) for p in kb)
     assert daemon.call("status")["records"]["active"] == NOTES

@@ -121,6 +121,7 @@ def test_prompt_relevant_then_legacy(seeded):
     assert sources == ["pinned:pinned.md", "team-notes:notes.md",
                        "personal-memory:knowledge/agents/dallas.md"]
     assert "team notes content" in legacy["text"] and "mine" in legacy["text"]
+    assert "<!-- minions:" not in legacy["text"]  # the notebook's entry marker stays in the file
     for section in legacy["sections"]:
         assert section["bytes"] > 0
     stranger = d.call("prompt.assemble", task=TASK, agent="temp-1")

@@ -42,7 +42,8 @@ def test_status_shape(daemon):
     assert set(status["consolidation"]) >= {"last_at", "last_mode", "batches", "circuit_breaks"}
     assert status["records"] == {"active": 0, "superseded": 0, "retracted": 0, "expired": 0}
     assert status["retrieval"] == {"enabled": True, "shadow": False}
-    assert status["llm"] == {"configured": False}
+    assert status["llm"] == {"configured": False, "last_failure": None, "last_ok_at": None}
+    assert status["config"]["last_reload_failure"] is None
     assert isinstance(status["jobs"], list)
 
 

@@ -50,9 +50,21 @@ def test_entry_name_from_heading():
     )
 
 
-def test_entry_name_without_heading_uses_file_name():
-    assert entry_name(D, "dallas", "dallas-b.md", "no heading") == f"{D}-dallas-dallas-b.md"
+def test_entry_name_without_heading_uses_title_then_first_sentence():
+    assert entry_name(D, "dallas", "dallas-b.md", "no heading") == f"{D}-dallas-no-heading.md"
+    assert entry_name(D, "alice", "alice-release-freeze.md",
+                      "---\ntitle: Release freeze\n---\nNo merges.\n") == (
+        f"{D}-alice-release-freeze.md")
     assert entry_name(D, "unknown", ".hidden.md", None) == f"{D}-unknown-hidden.md"
+
+
+def test_entry_name_never_repeats_author_date_or_tag():
+    # Only the file name is left to name the entry: its author, tag and date are not repeated.
+    name = "dallas-npm-ci-fails-4477d56a-2026-12-01.md"
+    assert entry_name(D, "dallas", name, "") == f"{D}-dallas-npm-ci-fails.md"
+    assert entry_name(D, "alice", "alice-release-freeze.md", "") == f"{D}-alice-release-freeze.md"
+    assert entry_name(D, "alice", "alice.md", "") == f"{D}-alice-alice.md"  # nothing else left
+    assert entry_name(D, "ripley", "ripley-review-pr-7.md", "") == f"{D}-ripley-review-pr-7.md"
 
 
 def test_title_slug_is_cut_and_never_empty():
@@ -124,6 +136,9 @@ def test_unique_path_goes_past_99():
 def test_archive_name_and_collision():
     name = archive_name(D, "one.md")
     assert name == f"{D}-one.md"
+    assert archive_name(D, f"root-vpn-{D}.md") == f"{D}-root-vpn.md"
+    assert archive_name(D, f"root-vpn-{D}-2.md") == f"{D}-root-vpn-2.md"
+    assert archive_name(D, "root-vpn-2026-01-02.md") == f"{D}-root-vpn-2026-01-02.md"
     taken = {os.path.join("archive", name)}
     assert unique_path("archive", name, taken.__contains__) == os.path.join(
         "archive", f"{D}-one-2.md"

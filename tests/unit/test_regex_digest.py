@@ -1,8 +1,11 @@
-"""The deterministic digest, exact output (ORIGINAL §3.4, §9.5 scenarios 41-51)."""
+"""The deterministic digest, exact output: the original's shape (ORIGINAL §3.4, §9.5) with
+SPEC §3.1 v2's title, gist, link and distinct-facts rules."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minionsd.consolidate.regex_digest import (
     digest_category,
@@ -16,8 +19,10 @@ D = "2026-05-07"
 HEAD = "**By:** Engine (regex fallback)\n\n"
 
 
-def note(name: str, content: str, author: str | None = None) -> DigestNote:
-    return DigestNote(name=name, author=author or name.split("-")[0], content=content)
+def note(name: str, content: str, author: str | None = None,
+         kb: str | None = None) -> DigestNote:
+    return DigestNote(name=name, author=author or name.split("-")[0], content=content,
+                      kb_path=kb)
 
 
 def test_review_note_exact_output():
@@ -25,13 +30,14 @@ def test_review_note_exact_output():
         "# Review\n1. **Lock scope** -- Always keep shared JSON read and write inside one "
         "file lock for dispatch safety."
     )
-    digest = regex_digest([note("ripley-review-pr-7.md", text)], D)
+    kb = "knowledge/reviews/2026-05-07-ripley-review.md"
+    digest = regex_digest([note("ripley-review-pr-7.md", text, kb=kb)], D)
     assert digest == (
         f"### {D}: Ripley: PR reviews (1 insights from 1 notes)\n"
         + HEAD
         + "#### PR Review Findings (1)\n"
-        "- **Lock scope**: Always keep shared JSON read and write inside one file lock for "
-        "dispatch safety. _(ripley)_\n"
+        "- **Review**: Lock scope: Always keep shared JSON read and write inside one file lock "
+        f"for dispatch safety. _(ripley)_ \u2192 [KB entry]({kb})\n"
         "\n"
     )
 
@@ -47,7 +53,11 @@ def test_review_note_exact_output():
         ("a-bt-12.md", "", "build-results"),
         ("a-explore-x.md", "bug", "exploration"),
         ("a-x.md", "Found a BUG here", "bugs-fixes"),
-        ("a-x.md", "prefix", "bugs-fixes"),  # substring match, as in the original
+        ("a-x.md", "prefix and debugging words", "learnings"),  # words, not substrings
+        ("a-x.md", "---\ntitle: Release freeze\n---\nOnly fixes go in.", "process"),
+        ("a-x.md", "# Staging DB weekly reset\nDon't debug there on Mondays.", "process"),
+        ("a-x.md", "# Release build crashes\nSee the log.", "bugs-fixes"),
+        ("a-x.md", "---\ntitle: fix everything\n---\nplain", "bugs-fixes"),
         ("a-x.md", "plain", "learnings"),
     ],
 )
@@ -83,21 +93,25 @@ def test_merged_authors_and_existing_notes_dedup():
     insight = "1. **Shared lock** -- Always hold the dispatch lock while merging pull requests."
     existing = "Existing token skip should already be present and therefore omitted.\n"
     notes = [
-        note("dallas-pr-merge.md", f"# Merge\n{insight}\n"),
-        note("ralph-pr-merge.md", f"# Merge\n{insight}\n"),
+        note("dallas-pr-merge.md", f"# Merge\n{insight}\n", kb="k/d.md"),
+        note("ralph-pr-merge.md", f"# Merge\n{insight}\n", kb="k/r.md"),
         note(
             "lambert-tokens.md",
+            "# Tokens\nTokens are skipped when known.\n"
             "1. **Existing token skip** -- Existing token skip should already be present "
-            "and therefore omitted.",
+            "and therefore omitted.", kb="k/l.md",
         ),
     ]
     digest = regex_digest(notes, D, existing_notes=existing)
     assert digest == (
-        f"### {D}: Dallas, Ralph, Lambert: PR reviews (1 insights from 3 notes)\n"
+        f"### {D}: Dallas, Ralph, Lambert: PR reviews, learnings (2 insights from 3 notes)\n"
         + HEAD
         + "#### PR Review Findings (1)\n"
-        "- **Shared lock**: Always hold the dispatch lock while merging pull requests. "
-        "_(dallas, ralph)_\n"
+        "- **Merge**: Shared lock: Always hold the dispatch lock while merging pull requests. "
+        "_(dallas, ralph)_ \u2192 [KB entry](k/d.md) [KB entry](k/r.md)\n"
+        "\n"
+        "#### Patterns & Conventions (1)\n"
+        "- **Tokens**: Tokens are skipped when known. _(lambert)_ \u2192 [KB entry](k/l.md)\n"
         "\n"
         "_Deduplication: 2 duplicate(s) removed._\n"
     )
@@ -105,8 +119,9 @@ def test_merged_authors_and_existing_notes_dedup():
 
 
 def test_long_insight_is_capped():
-    digest = regex_digest([note("a-x.md", "# Long\n1. **Long insight** -- " + "x" * 340)], D)
-    assert "- **Long insight**: " + "x" * 279 + "... _(a)_\n" in digest
+    content = "# Long\nFirst.\n1. **Long insight** -- " + "x" * 340
+    digest = regex_digest([note("a-x.md", content)], D)
+    assert "  - **Long insight**: " + "x" * 279 + "...\n" in digest
 
 
 def test_cap_counts_utf16_and_keeps_pairs_whole():
@@ -117,11 +132,16 @@ def test_cap_counts_utf16_and_keeps_pairs_whole():
     assert "\ud83e" not in insight
 
 
-def test_pointer_when_no_insight():
+def test_every_note_has_a_title_line_never_its_file_name():
     digest = regex_digest([note("a-x.md", "# Plain note\nshort line\nanother short line")], D)
-    assert "- See full note: Plain note _(a)_\n" in digest
-    digest = regex_digest([note("a-y.md", "short line")], D)
-    assert "- See full note: a-y.md _(a)_\n" in digest
+    assert "- **Plain note**: short line _(a)_\n" in digest
+    digest = regex_digest([note("a-y.md", "A first sentence. And the gist.\nmore")], D)
+    assert "- **A first sentence**: And the gist. _(a)_\n" in digest
+    digest = regex_digest([note("a-z.md", "---\ntitle: From front matter\n---\n\nBody.\n")], D)
+    assert "- **From front matter**: Body. _(a)_\n" in digest
+    digest = regex_digest([note("a-w.md", "---\ntitle: Only a title\n---\n")], D)
+    assert "- **Only a title** _(a)_\n" in digest
+    assert "a-x.md" not in digest and "a-y" not in digest
 
 
 def test_keyword_line_bounds_and_headings():
@@ -146,35 +166,70 @@ def test_keyword_line_upper_bound():
     assert note_insights(note("a-x.md", long_line[:-1])) == [long_line[:297] + "..."]
 
 
-def test_near_duplicates_collapse():
+def test_near_duplicates_collapse_only_when_numbers_match():
     notes = [
         note(
             f"n{i}-x.md",
-            f"- **Key {i} thing**: Always do thing number {i} carefully because reasons {i}.",
+            f"- **Key {i % 2} thing**: Always do thing number {i % 2} carefully because "
+            f"reasons {i % 2}.",
         )
         for i in range(5)
     ]
     digest = regex_digest(notes, D)
-    assert digest.count("\n- ") == 1
-    assert "- **Key 0 thing**: Always do thing number 0 carefully because reasons 0. " in digest
-    assert "_(n0, n1, n2, n3, n4)_" in digest
-    assert "_Deduplication: 4 duplicate(s) removed._" in digest
+    assert digest.count("\n- ") == 2
+    assert "- **Key 0 thing**: Always do thing number 0 carefully because reasons 0. " \
+        "_(n0, n2, n4)_" in digest
+    assert "_(n1, n3)_" in digest
+    assert "_Deduplication: 3 duplicate(s) removed._" in digest
 
 
-def test_zero_kept_insights_title():
+def test_reworded_duplicates_still_merge():
+    a = note("a-x.md", "# Cache\nThe user cache must be flushed after every schema migration.")
+    b = note("b-x.md", "# Cache\nThe user cache must be flushed after each schema migration.")
+    digest = regex_digest([a, b], D)
+    assert digest.count("\n- ") == 1 and "_(a, b)_" in digest
+
+
+@given(st.integers(0, 10_000), st.integers(0, 10_000),
+       st.sampled_from(["test-m{}", "setup_{}", "src/mod{}.py", "port {}", "v{}.0"]))
+def test_lines_differing_in_a_number_identifier_or_path_never_merge(x, y, shape):
+    if x == y:
+        return
+    texts = [f"# Shard order\nThe runner must start {shape.format(n)} before the others."
+             for n in (x, y)]
+    digest = regex_digest([note("a-x.md", texts[0]), note("b-x.md", texts[1])], D)
+    assert digest.count("\n- ") == 2
+    assert shape.format(x) in digest and shape.format(y) in digest
+    assert "Deduplication" not in digest
+
+
+def test_a_note_already_in_notes_md_still_gets_its_line():
     existing = "Retry: the dispatch queue retries failed webhooks twice"
-    content = "- **Retry**: the dispatch queue retries failed webhooks twice"
+    content = "# Retry\nWebhooks.\n- **Retry**: the dispatch queue retries failed webhooks twice"
     digest = regex_digest([note("dallas-x.md", content)], D, existing_notes=existing)
     assert digest == (
-        f"### {D}: Dallas:  (0 insights from 1 notes)\n"
+        f"### {D}: Dallas: bug findings (1 insights from 1 notes)\n"
         + HEAD
-        + "_Deduplication: 1 duplicate(s) removed._\n"
+        + "#### Bugs & Gotchas (1)\n"
+        "- **Retry**: Webhooks. _(dallas)_\n"
+        "\n"
+        "_Deduplication: 1 duplicate(s) removed._\n"
     )
 
 
-def test_dash_key_quirk():
+def test_dash_key_is_cleaned():
     (insight,) = note_insights(note("a-x.md", "- **Dash key** - text after the dash"))
-    assert insight == "**Dash key**: - text after the dash"
+    assert insight == "**Dash key**: text after the dash"
+
+
+def test_front_matter_is_never_scanned():
+    content = ("---\ntitle: Alembic migrations must be reversible\ntags: [always, important]\n"
+               "---\n\nEvery migration needs a downgrade step.\n")
+    assert note_insights(note("a-x.md", content)) == []
+    digest = regex_digest([note("a-x.md", content)], D)
+    assert "title:" not in digest and "tags" not in digest
+    assert "- **Alembic migrations must be reversible**: Every migration needs a downgrade " \
+        "step. _(a)_\n" in digest
 
 
 def test_numbered_separators():

@@ -254,3 +254,54 @@ def test_systemd_analyze_verify(kind, tmp_path):
     runtime = tmp_path / "run"
     runtime.mkdir()
     _verify(unit, user=kind == "user", runtime_dir=runtime)
+
+
+# --- where the API key goes; /tmp and PrivateTmp= -----------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "path"), [("system", "-/etc/minionsd/env"),
+                                            ("user", "-%h/.config/minionsd.env")])
+def test_rendered_unit_says_where_the_api_key_goes(kind, path):
+    text = render_unit(kind, *EXAMPLES[kind])
+    assert ("Service", "EnvironmentFile", path) in directives(text)
+    comment = text[: text.index("EnvironmentFile=")].rsplit("\n\n", 1)[-1]
+    assert "ANTHROPIC_API_KEY=" in comment and "0600" in comment
+
+
+def test_system_unit_refuses_paths_private_tmp_hides(tmp_path):
+    from minionsd.service import check_system_paths
+
+    assert settings(render_unit("system", *EXAMPLES["system"]))["PrivateTmp"] == "yes"
+    check_system_paths("/usr/local/bin/minionsd", "/var/lib/minionsd")  # fine
+    for exe, home, named in [("/usr/local/bin/minionsd", "/tmp/minions", "/tmp/minions"),
+                             ("/var/tmp/venv/bin/minionsd", "/var/lib/m", "/var/tmp/venv"),
+                             ("/usr/bin/minionsd", "/tmp", "/tmp")]:
+        with pytest.raises(InvalidParams) as err:
+            check_system_paths(exe, home)
+        assert named in err.value.detail and "PrivateTmp=yes" in err.value.detail
+
+
+
+def test_system_unit_refuses_a_venv_interpreter_private_tmp_hides(tmp_path, monkeypatch):
+    from minionsd import service
+
+    # Pretend only tmp_path/private is private, so the script itself is visible.
+    private = str(tmp_path / "private")
+    monkeypatch.setattr(service, "PRIVATE_TMP_DIRS", (private,))
+    shim = tmp_path / "minionsd"
+    shim.write_text(f"#!{private}/venv/bin/python\nimport sys\n")
+    with pytest.raises(InvalidParams) as err:
+        service.check_system_paths(str(shim), "/var/lib/minionsd")
+    assert "Python interpreter" in err.value.detail and f"{private}/venv" in err.value.detail
+    shim.write_text("#!/usr/bin/python3\n")
+    service.check_system_paths(str(shim), "/var/lib/minionsd")
+
+
+def test_service_install_system_refuses_a_home_under_tmp(tmp_path):
+    home = Path("/tmp") / tmp_path.name / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIONS_")}
+    done = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(home), "service",
+                           "install", "--system", "--print"], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stdout == ""
+    assert "PrivateTmp=yes" in done.stderr and str(home) in done.stderr

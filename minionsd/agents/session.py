@@ -1,0 +1,115 @@
+"""One agent session's view of the daemon: where its socket is, who the session is, and one
+daemon call per request.
+
+Every call opens its own connection, so a daemon restart between two calls costs nothing,
+and a daemon that is down or hung turns into :class:`ToolFailure` with a message an agent
+(or its human) can act on. Standard library and minionsd's client only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from minionsd.fence import FENCE_NAME
+from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
+
+CALL_TIMEOUT_S = 30.0
+
+
+class ToolFailure(Exception):
+    """A call that failed in a way the caller should see: text for the model, data for code."""
+
+    def __init__(self, text: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.data = data or {}
+
+
+@dataclass(frozen=True)
+class Session:
+    socket: Path
+    home: Path | None
+    agent: str
+    project: str | None
+    timeout: float = CALL_TIMEOUT_S
+
+    @classmethod
+    def create(cls, home: str | None, socket: str | None, agent: str, project: str | None,
+               timeout: float = CALL_TIMEOUT_S) -> Session:
+        if socket:
+            return cls(Path(socket).expanduser().absolute(), None, agent, project, timeout)
+        root = Path(home or os.environ.get("MINIONS_HOME") or "~/.minions").expanduser()
+        root = root.absolute()
+        return cls(socket_for_home(root), root, agent, project, timeout)
+
+    def start_hint(self) -> str:
+        home = f" --home {self.home}" if self.home else " --home <its home>"
+        return (f"Start the daemon with `minionsd{home}` (from a minionsd checkout: "
+                "`scripts/run`; as a service: `systemctl --user start minionsd`), then try "
+                "again.")
+
+    def unreachable(self, reason: str) -> ToolFailure:
+        text = (f"minionsd is not reachable: nothing answers on {self.socket} ({reason}). "
+                + self.start_hint())
+        return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
+                                            "socket": str(self.socket), "detail": reason}})
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One JSON-RPC call on a fresh connection; ToolFailure on any failure."""
+        client = Client(self.socket, timeout=self.timeout)
+        try:
+            return client.call(method, params)
+        except DaemonUnavailable as exc:
+            refused = isinstance(exc.__cause__, ConnectionRefusedError)
+            raise self.unreachable("connection refused: the daemon is not running" if refused
+                                   else "no socket file there") from None
+        except RpcError as exc:
+            detail = exc.detail or exc.message
+            raise ToolFailure(f"minionsd refused {method}: {detail}",
+                              {"error": {"kind": "daemon_error", "method": method,
+                                         "code": exc.code, "message": exc.message,
+                                         "data": exc.data}}) from None
+        except TimeoutError:
+            raise self.unreachable(f"no answer within {self.timeout:g} s") from None
+        except (ConnectionError, OSError, ValueError) as exc:
+            # ValueError: a reply that is not JSON, i.e. something else owns the socket.
+            raise self.unreachable(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            client.close()
+
+
+def extract_section(prompt_text: str, source: str) -> str | None:
+    """The section of an assembled prompt whose fence has `source`: its `## ` heading and its
+    fenced block, exactly as the prompt holds them; None when the prompt has no such section.
+
+    A fenced body can never hold a closing tag (fence.py guarantees it), so the first closing
+    tag after the opening one ends the block.
+    """
+    opening = f'<{FENCE_NAME} source="{source}">'
+    start = prompt_text.find(opening)
+    if start < 0:
+        return None
+    closing = f"</{FENCE_NAME}>"
+    end = prompt_text.find(closing, start)
+    if end < 0:
+        return None
+    heading = prompt_text.rfind("\n## ", 0, start)
+    begin = heading + 1 if heading >= 0 else (0 if prompt_text.startswith("## ") else start)
+    return prompt_text[begin:end + len(closing)]
+
+
+# The task prompt.assemble gets when a caller wants the standing sections (pinned context,
+# Team Notes) and no retrieval: no title means no query terms, so the daemon answers with the
+# legacy pair (fallback `no_terms`, one telemetry row under this id).
+STANDING_TASK_ID = "minions-standing-context"
+
+
+def standing_prompt(session: Session) -> dict[str, Any]:
+    """prompt.assemble for the standing sections; no agent, so no personal notebook."""
+    params: dict[str, Any] = {"task": {"id": STANDING_TASK_ID}}
+    if session.project:
+        params["project"] = session.project
+    return session.call("prompt.assemble", params)
