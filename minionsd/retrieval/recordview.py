@@ -28,13 +28,14 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from minionsd.retrieval.eligibility import eligible, unexpired
 
 MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
 # Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
-MAX_CACHED_BY_KIND = {"hits": 1000}
+MAX_CACHED_BY_KIND = MappingProxyType({"hits": 1000})
 # And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
 # make the cache hold gigabytes.
 MAX_CACHED_BYTES = 16 << 20
