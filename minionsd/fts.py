@@ -1,14 +1,13 @@
 """The FTS5 index of memory_records through documented interfaces only: stems, term counts,
-index statistics, document frequencies and segment upkeep.
+index statistics and segment upkeep.
 
 Storage-level (records.py, jobs and retrieval import it; it imports only ftsquery). It also
 recomputes a record's derived index columns (search_aux, term_counts) for the reindex job.
 Nothing here reads FTS5's shadow tables: stems and per-record term counts come from FTS5
 itself, tokenising the text in a TEMP FTS5 table of the caller's connection and reading it
 back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0008,
-kept by triggers from the stored term counts); document frequencies from the ``memory_vocab``
-fts5vocab table; upkeep runs FTS5's 'merge' command and tells from ``total_changes`` whether
-it did any work.
+kept by triggers from the stored term counts); upkeep runs FTS5's 'merge' command and tells
+from ``total_changes`` whether it did any work.
 """
 
 from __future__ import annotations
@@ -176,17 +175,6 @@ def index_stats(conn: sqlite3.Connection) -> IndexStats:
         return IndexStats(0, 0, 0, 0)
     rows, counted, tokens, max_rowid = row
     return IndexStats(rows, tokens, counted, max_rowid or 0)
-
-
-def document_frequencies(conn: sqlite3.Connection, stems_: Iterable[str]) -> dict[str, int]:
-    """Rows holding each stem, from the memory_vocab fts5vocab table (0 for an unknown one)."""
-    wanted = list(dict.fromkeys(stems_))
-    if not wanted:
-        return {}
-    sub = "(SELECT doc FROM memory_vocab WHERE term = ?)"
-    found = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(wanted)),
-                                  wanted).fetchone()
-    return {stem: int(df or 0) for stem, df in zip(wanted, found, strict=True)}
 
 
 # --- upkeep ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from collections import defaultdict
 from typing import Any
 
 from minionsd import records
-from minionsd.fts import BM25_WEIGHTS, index_stats, plain_cursor
+from minionsd.fts import BM25_WEIGHTS, index_stats, plain_cursor, stems
 from minionsd.ftsquery import match_expression
 from minionsd.retrieval import eligibility, planner, scoring
 from minionsd.retrieval.index import RecallIndex
@@ -63,10 +63,7 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     stats = index_stats(conn)
     if stats.rows == 0:
         return []
-    stem_of = index.stems(conn, terms)
-    stem_df = index.document_frequencies(
-        conn, [s for s in stem_of.values() if s is not None], stats, token)
-    dfs = {t: stem_df[s] if s is not None else 0 for t, s in stem_of.items()}
+    dfs = index.document_frequencies(conn, terms, stats, token)
     plan = planner.plan_query(terms, dfs, stats)
     if plan is None:
         return []
@@ -75,9 +72,11 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
                         eligibility.scopes(project, agent), now_iso)
     if not pool:
         return []
+    # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
     stem_terms: dict[str, list[str]] = defaultdict(list)
-    for term in plan.scored:
-        stem_terms[stem_of[term]].append(term)  # type: ignore[index]  # scored => has a stem
+    for term, stem in stems(conn, plan.scored).items():
+        if stem is not None:
+            stem_terms[stem].append(term)
     stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}

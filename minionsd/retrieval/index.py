@@ -9,8 +9,7 @@ It holds:
 
 * the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
   lists, parsed term counts and decoded rows, kept current through ``record_changes``;
-* document frequencies by stem for a few minutes (a zero only until any record changes);
-* the FTS5 stems of recent query words;
+* document frequencies by term for a few minutes (a zero only until any record changes);
 * the string table rows parsed whole share, and the per-query stem patterns.
 """
 
@@ -25,22 +24,21 @@ from collections.abc import Iterable
 from typing import Any
 
 from minionsd import fts
-from minionsd.retrieval import scoring
+from minionsd.retrieval import planner, scoring
 from minionsd.retrieval.recordview import MAX_CACHED, RecordView
 
 DF_CACHE_SECONDS = 300.0
 MAX_DFS = 50_000
-MAX_STEMS = 50_000
-MAX_SHARED = 100_000
-_UNKNOWN = object()  # strings (~10 MB; the bench's 100,000 notes have ~27,000 stems)
+MAX_SHARED = 100_000  # strings (~10 MB; the bench's 100,000 notes have ~27,000 stems)
 
 
 class RecallIndex:
+    """Retrieval's state for one open database (see the module docstring)."""
+
     def __init__(self, max_cached: int = MAX_CACHED) -> None:
         self.view = RecordView(max_cached)
         self._lock = threading.Lock()
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
-        self._stems: dict[str, str | None] = {}
         self.shared: dict[str, str] = {}
         self.stem_pattern = functools.lru_cache(maxsize=256)(scoring.stem_pattern)
 
@@ -52,58 +50,36 @@ class RecallIndex:
             self.shared.clear()
         self.stem_pattern.cache_clear()
 
-    # --- stems -----------------------------------------------------------------------------
-
-    def stems(self, conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | None]:
-        """word -> FTS5 stem (None for a word that is not one token), remembered."""
-        known = self._stems
-        out: dict[str, str | None] = {}
-        missing = []
-        for word in words:
-            # One read per word: another thread may empty the memo at any time.
-            stem = known.get(word, _UNKNOWN)
-            if stem is _UNKNOWN:
-                missing.append(word)
-            else:
-                out[word] = stem  # type: ignore[assignment]
-        if missing:
-            found = fts.stems(conn, missing)
-            with self._lock:
-                if len(known) + len(found) > MAX_STEMS:
-                    known.clear()
-                known.update(found)
-            out |= found
-        return out
-
     # --- document frequencies --------------------------------------------------------------
 
-    def document_frequencies(self, conn: sqlite3.Connection, stems: Iterable[str],
+    def document_frequencies(self, conn: sqlite3.Connection, terms: Iterable[str],
                              stats: fts.IndexStats, token: int) -> dict[str, int]:
-        """df of each stem, exact, cached for DF_CACHE_SECONDS or until the row count moves by
-        5%; a zero only until the next change to memory_records (the view's `token`), so a
-        term that just appeared in a new record is searched at once."""
+        """df of each term (see planner.count_dfs), cached for DF_CACHE_SECONDS or until the
+        row count moves by 5%; a zero only until the next change to memory_records (the view's
+        `token`), so a term that just appeared in a new record is searched at once. A cached df
+        that has grown since only shifts an idf a little."""
         now = time.monotonic()
         out: dict[str, int] = {}
         unknown = []
-        for stem in dict.fromkeys(stems):
-            entry = self._dfs.get(stem)
+        for term in dict.fromkeys(terms):
+            entry = self._dfs.get(term)
             if entry is not None:
                 df, rows_then, expires, token_then = entry
                 if df == 0 and token == token_then:
-                    out[stem] = 0
+                    out[term] = 0
                     continue
                 if (df and now <= expires
                         and abs(stats.rows - rows_then) <= 0.05 * max(rows_then, 1)):
-                    out[stem] = min(df, stats.rows)
+                    out[term] = min(df, stats.rows)
                     continue
-            unknown.append(stem)
+            unknown.append(term)
         if unknown:
-            found = fts.document_frequencies(conn, unknown)
+            found = planner.count_dfs(conn, unknown, stats)
             with self._lock:
                 if len(self._dfs) + len(found) > MAX_DFS:
                     self._dfs.clear()
-                for stem, df in found.items():
-                    self._dfs[stem] = (df, stats.rows, now + DF_CACHE_SECONDS, token)
+                for term, df in found.items():
+                    self._dfs[term] = (df, stats.rows, now + DF_CACHE_SECONDS, token)
             out |= found
         return out
 

@@ -412,9 +412,7 @@ def test_small_budget_stays_bounded_and_relevant(
     precision = []
     for task in _tasks(corpus, 20, seed=7):
         terms = task_terms(task)
-        stem_of = index.stems(conn, terms)
-        stem_df = fts.document_frequencies(conn, [s for s in stem_of.values() if s])
-        dfs = {t: stem_df[s] if s else 0 for t, s in stem_of.items()}
+        dfs = planner.count_dfs(conn, terms, stats)
         plan = planner.plan_query(terms, dfs, stats)
         assert plan is not None
         assert sum(dfs[t] for t in plan.rare) <= 30
@@ -445,8 +443,7 @@ def test_concurrent_searches_agree(
     path = conn.execute("PRAGMA database_list").fetchone()[2]
     tasks = _tasks(corpus, 12, seed=9)
     expected = [ids(search(conn, task_terms(t))) for t in tasks]
-    monkeypatch.setattr(index_mod, "MAX_STEMS", 30)  # force cache resets
-    monkeypatch.setattr(index_mod, "MAX_DFS", 30)
+    monkeypatch.setattr(index_mod, "MAX_DFS", 30)  # force cache resets
     shared = RecallIndex()  # one index, as the daemon's reader threads share one
     results: dict[int, list[str]] = {}
     errors: list[BaseException] = []
