@@ -35,6 +35,7 @@ class App:
     bound_socket: Path | None = None  # where the server listens; config may say otherwise
     # Last LLM and config-reload outcomes for `status` ({"at", "reason", ...}); see note_event.
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
+    login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
     # What retrieval keeps between calls for this database (one per open Database).
     recall_index: RecallIndex | None = None
 
@@ -52,6 +53,14 @@ class App:
     def note_event(self, name: str, **fields: Any) -> None:
         """Remember the latest `name` event (llm_failure, llm_ok, config_reload_failure)."""
         self.events[name] = {"at": iso(self.clock()), **fields}
+
+    def human_authors(self) -> frozenset[str]:
+        """Authors whose writing gets `human` trust (SPEC §3.2): `trust.human_authors`, or the
+        daemon user's login name when that list is empty."""
+        listed = frozenset(name for name in self.config.get("trust.human_authors") or () if name)
+        if listed:
+            return listed
+        return frozenset([self.login_name]) if self.login_name else frozenset()
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)

@@ -97,9 +97,21 @@ def _socket(args: argparse.Namespace) -> Path:
     return Path(args.socket).expanduser() if args.socket else socket_for_home(_home(args))
 
 
+def _read_stdin() -> str:
+    """Standard input as strict UTF-8 (a leading BOM dropped), whatever the locale says:
+    bytes that are not UTF-8 are refused, never replaced."""
+    raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not valid UTF-8 ({exc.reason} at byte "
+                         f"{exc.start}); convert it first, e.g. iconv -f latin1 -t utf-8"
+                         ) from None
+
+
 def _read_input(source: str) -> str:
     if source == "-":
-        return sys.stdin.read()
+        return _read_stdin()
     try:
         return Path(source).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -288,7 +300,7 @@ def _simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
 def _note_params(args: argparse.Namespace) -> dict[str, Any]:
     body = args.text
     if body == "-":
-        body = sys.stdin.read()
+        body = _read_stdin()
         if not body.strip():
             raise UsageError("note -: standard input was empty; pipe the note's text in, "
                              "e.g. printf 'text' | minionsctl note -")
@@ -340,8 +352,8 @@ def _fmt_inbox(result: dict[str, Any]) -> str:
     if "quarantined" in result:
         if not result["quarantined"]:
             return "quarantine is empty"
-        return "\n".join(f"{q['name']:<60} {q['at']}  {q['reason']}"
-                         for q in result["quarantined"])
+        return "\n".join(f"{q['name']:<60} {q['at']}  {' '.join(q['reason'].split())}"
+                         for q in result["quarantined"])  # one line per file
     if not result["notes"]:
         return "inbox is empty"
     return "\n".join(
@@ -357,6 +369,14 @@ def _fmt_consolidate(r: dict[str, Any]) -> str:
 
 def _fmt_kb_list(r: dict[str, Any]) -> str:
     return "\n".join(f"{e['path']:<70} {e['title']}" for e in r["entries"]) or "no entries"
+
+
+def _fmt_purge(r: dict[str, Any]) -> str:
+    head = f"purged {r['id']} at {r['purged_at']}"
+    if not r["files"]:
+        return head + "; no file in the home holds its text"
+    return "\n".join([head + "; these files still hold its text (edit them by hand):",
+                      *(f"  {path}" for path in r["files"])])
 
 
 def _fmt_backup(r: dict[str, Any]) -> str:
@@ -478,6 +498,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "retract": _simple("memory.retract", lambda a: {"id": a.id, "reason": a.reason},
                        _fmt_record),
     "supersede": _simple("memory.supersede", lambda a: {"id": a.id, "by": a.by}, _fmt_record),
+    "purge": _simple("memory.purge", lambda a: {"id": a.id, "reason": a.reason}, _fmt_purge),
     "kb add": _simple("knowledge.create", _kb_add_params,
                       lambda r: f"created {r['path']} ({r['record_id']})"),
     "kb list": _simple("knowledge.list",
@@ -547,6 +568,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("show", "pin", "expire"):
         add(name, f"{name} a record").add_argument("id")
     p = add("retract", "retract a record")
+    p.add_argument("id")
+    p.add_argument("--reason", required=True)
+    p = add("purge", "delete a record for good (a leaked secret); lists files still holding it")
     p.add_argument("id")
     p.add_argument("--reason", required=True)
     p = add("supersede", "mark a record superseded by a newer one")
@@ -634,16 +658,29 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         print(f"minionsctl: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except DaemonUnavailable:
-        print(f"minionsctl: minionsd is not running (no answer on {client.socket_path}).\n"
-              f"Start it with: minionsd --home {_home(args)}   (or scripts/run, or "
-              "systemctl --user start minionsd)", file=sys.stderr)
+    except DaemonUnavailable as exc:
+        how = (f"minionsd --home {_home(args)}   (or scripts/run, or "
+               "systemctl --user start minionsd)")
+        if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
+            # Connecting failed: nothing listens there, so the request never left.
+            print(f"minionsctl: minionsd is not running (no answer on {client.socket_path})."
+                  f"\nStart it with: {how}", file=sys.stderr)
+        else:
+            print(f"minionsctl: minionsd went away before answering ({exc}); the request may "
+                  "or may not have been carried out. The daemon's log says why it stopped; "
+                  f"`minionsctl status` shows whether it is back.\nTo start it again: {how}",
+                  file=sys.stderr)
         return EXIT_UNREACHABLE
     except RpcError as exc:
         print(f"minionsctl: {exc.message}: {exc.detail or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_ERROR
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        print(f"minionsctl: lost the connection to minionsd: {exc}", file=sys.stderr)
+    except TimeoutError as exc:
+        print(f"minionsctl: {exc}; minionsd is busy or hung, and the request may still "
+              "complete", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except OSError as exc:
+        print(f"minionsctl: cannot talk to minionsd on {client.socket_path}: {exc}",
+              file=sys.stderr)
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:
         print("minionsctl: interrupted (a job already sent keeps running in the daemon)",

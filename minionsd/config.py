@@ -87,6 +87,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "socket": Key("", str, "Socket path; empty = <home>/engine/minionsd.sock."),
         "max_request_bytes": _int(1048576, "Longest accepted request line.", 1024),
     },
+    "trust": {
+        "human_authors": Key(
+            [], list, "Authors whose notes get human trust; empty = the daemon user's login."
+        ),
+    },
 }
 AGENT_SCHEMA: dict[str, Key] = {
     "name": Key("", str, "Display name."),
@@ -96,7 +101,7 @@ AGENT_SCHEMA: dict[str, Key] = {
 
 def defaults() -> dict[str, Any]:
     return {
-        section: {name: key.default for name, key in keys.items()}
+        section: {name: copy.deepcopy(key.default) for name, key in keys.items()}
         for section, keys in SCHEMA.items()
     } | {"agents": {}}
 
@@ -146,6 +151,8 @@ def check_value(dotted: str, value: Any) -> Any:
         raise ConfigError(
             f"'{dotted}' must be {key.type.__name__}, got {type(value).__name__}", key=dotted
         )
+    if key.type is list and not all(isinstance(item, str) and item for item in value):
+        raise ConfigError(f"'{dotted}' must be a list of non-empty strings", key=dotted)
     if key.minimum is not None and value < key.minimum:
         raise ConfigError(f"'{dotted}' must be >= {key.minimum}, got {value}", key=dotted)
     return value

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import os
 import signal
 import sqlite3
@@ -240,6 +241,14 @@ def database_problem(home: Home, exc: sqlite3.Error) -> str:
     return f"cannot use the database {home.db}: {exc}"
 
 
+def _login_name() -> str:
+    """The daemon user's login name, found as `minionsctl note` finds its default author."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logsetup.configure(args.log_format)
@@ -275,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         pidfile.release()
         print(f"minionsd: cannot open the database {home.db}: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
-    app = App(home=home, config=config, db=db, environ=environ, recall_index=RecallIndex())
+    app = App(home=home, config=config, db=db, environ=environ, login_name=_login_name(),
+              recall_index=RecallIndex())
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:
         app.clock = file_clock(Path(clock_file))

@@ -23,9 +23,20 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+NAME_MAX_BYTES = 255  # the longest file name Linux and macOS file systems take
+
+
+def fit_name(stem: str, suffix: str, max_bytes: int = NAME_MAX_BYTES) -> str:
+    """`stem + suffix`, the stem cut (on a character boundary) so the whole fits max_bytes."""
+    room = max(0, max_bytes - len(suffix.encode("utf-8")))
+    return stem.encode("utf-8")[:room].decode("utf-8", "ignore") + suffix
+
+
 def _temp_name(path: Path, tag: str) -> Path:
-    """A hidden temp name beside `path`: the pid and 6 random bytes (opened O_EXCL)."""
-    return path.with_name(f".{path.name}.{tag}.{os.getpid()}.{secrets.token_hex(6)}")
+    """A hidden temp name beside `path`: the pid and 6 random bytes (opened O_EXCL). A long
+    target name is cut so the temp name is still a legal file name."""
+    return path.with_name(fit_name(f".{path.name}", f".{tag}.{os.getpid()}."
+                                   f"{secrets.token_hex(6)}"))
 
 
 def _write_temp(path: Path, tag: str, data: bytes, mode: int) -> Path:

@@ -23,7 +23,7 @@ def resolve_home(cli_home: str | None, environ: dict[str, str] | None = None) ->
     return Path(raw).expanduser().absolute()
 
 
-def check_name(name: object, what: str = "name") -> str:
+def check_name(name: object, what: str = "name", max_bytes: int = MAX_NAME_BYTES) -> str:
     """A single path component from a request: plain, bounded, not hidden."""
     if not isinstance(name, str) or not name:
         raise InvalidParams(f"{what} must be a non-empty string", param=what)
@@ -31,8 +31,8 @@ def check_name(name: object, what: str = "name") -> str:
         raise InvalidParams(f"{what} must not contain '/', '\\' or NUL", param=what)
     if name in (".", "..") or name.startswith("."):
         raise InvalidParams(f"{what} must not start with '.'", param=what)
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise InvalidParams(f"{what} is longer than {MAX_NAME_BYTES} bytes", param=what)
+    if len(name.encode("utf-8")) > max_bytes:
+        raise InvalidParams(f"{what} is longer than {max_bytes} bytes", param=what)
     return name
 
 

@@ -26,7 +26,7 @@ from minionsd.clock import date_stamp, iso
 from minionsd.consolidate.breaker import content_hash
 from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
-from minionsd.fileio import atomic_write_text
+from minionsd.fileio import atomic_write_text, fit_name
 from minionsd.home import Home
 from minionsd.markdown import (
     FrontMatterError,
@@ -37,6 +37,7 @@ from minionsd.markdown import (
     readable_slug,
     render_note,
 )
+from minionsd.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
 
 log = structlog.get_logger()
 
@@ -50,6 +51,15 @@ def is_candidate_name(name: str) -> bool:
     if name.startswith((".", "#", "~")) or not name.endswith(".md"):
         return False
     return not name.endswith(_TEMP_SUFFIXES)
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name the file system gave as bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,11 @@ class Inbox:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             return None
+        if not _is_utf8(entry.name):
+            # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
+            shown = os.fsencode(entry.name).decode("utf-8", "backslashreplace")
+            self.quarantine(entry.name, f"file name is not valid UTF-8 (it was {shown})")
+            return None
         if stat.S_ISLNK(info.st_mode):
             self.quarantine(entry.name, "symlinks are not accepted in the inbox")
             return None
@@ -173,10 +188,17 @@ class Inbox:
         source = self.home.inbox / name
         target_dir = self.home.quarantine
         target_dir.mkdir(parents=True, exist_ok=True)
-        target = target_dir / name
+        # A UTF-8 name (so it can be listed and requeued), short enough that
+        # `<target>.reason.txt` is still a legal file name; the reason file names the original.
+        raw_name = os.fsencode(name)
+        shown = raw_name.decode("utf-8", "backslashreplace")
+        readable = raw_name.decode("utf-8", "replace")
+        stem, suffix = Path(readable).stem, Path(readable).suffix
+        target = target_dir / fit_name(stem, suffix, QUARANTINE_NAME_MAX_BYTES)
         counter = 2
         while target.exists() or target.is_symlink():
-            target = target_dir / f"{Path(name).stem}-{counter}{Path(name).suffix}"
+            target = target_dir / fit_name(stem, f"-{counter}{suffix}",
+                                           QUARANTINE_NAME_MAX_BYTES)
             counter += 1
         try:
             os.rename(source, target)
@@ -185,10 +207,14 @@ class Inbox:
         except OSError as exc:
             log.error("inbox.quarantine_failed", name=name, error=str(exc))
             return None
-        atomic_write_text(target.with_name(target.name + ".reason.txt"),
-                          f"{name}: {reason}\n")
+        try:
+            atomic_write_text(target.with_name(target.name + REASON_SUFFIX),
+                              f"{shown}: {reason}\n")
+        except OSError as exc:  # the file is out of the inbox either way; say why here
+            log.error("inbox.quarantine_reason_failed", name=shown, reason=reason,
+                      error=str(exc))
         self._cache.pop(name, None)
-        log.warning("inbox.quarantined", name=name, reason=reason, path=str(target))
+        log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
         return target
 
 

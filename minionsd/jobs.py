@@ -25,6 +25,7 @@ from minionsd import fts, inbox, knowledge, llm, records, telemetry
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal, notebooks
+from minionsd.consolidate.identity import author_trust, declared_author
 from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
 from minionsd.home import KB_CATEGORIES
 from minionsd.markdown import FrontMatterError, parse_note
@@ -98,6 +99,15 @@ def _forget_file(conn: Any, rel: str, reason: str, now: datetime) -> None:
                      (reason[:1000], iso(now), row["record_id"]))
 
 
+def _is_utf8(text: str) -> bool:
+    """False for a path the file system gave as bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
     try:
         text = path.read_text(encoding="utf-8")
@@ -150,6 +160,14 @@ def _kb_sweep(app: App, now: datetime) -> Report:
                       "llm": "disabled"}
     entries = []
     for path in knowledge.entry_paths(app.home):
+        rel = app.home.rel(path)
+        if not _is_utf8(rel):
+            # SQLite text is UTF-8: a name the file system holds as other bytes cannot be
+            # indexed. Skipped and reported by a readable name; every other file goes on.
+            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            log.warning("jobs.kb_unreadable", path=shown, reason="file name is not valid UTF-8")
+            report["unreadable"].append(shown)
+            continue
         parsed = _read_entry(path)
         if parsed is None:
             report["unreadable"].append(app.home.rel(path))
@@ -309,7 +327,9 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
     if previous is not None and previous[0] == digest:
         report["unchanged"] += 1
         return
-    fields = knowledge.record_fields(rel, text, trust="human", author=None)
+    # A hand-added file is rated by the author its front matter names, like an inbox note.
+    trust = author_trust(declared_author(meta), app.human_authors())
+    fields = knowledge.record_fields(rel, text, trust=trust, author=None)
 
     def sync(conn: Any) -> str:
         record_id = previous[1] if previous else None

@@ -1,8 +1,9 @@
 """Knowledge-base entries: direct authoring, listing, reading, and the file <-> record link.
 
 Entries live at knowledge/<category>/<date>-<author>-<slug>.md with one front-matter block.
-Authoring writes the file first, then a `human`-trust record, and remembers the pair in
-`kb_files` so the KB sweep can bring later hand edits of the file into SQL.
+Authoring writes the file first (title and body redacted), then a record whose trust follows
+the author, and remembers the pair in `kb_files` so the KB sweep can bring later hand edits of
+the file into SQL (redacted again: a hand edit may add a secret to the file, never to SQL).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from minionsd.fileio import create_new_text
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.inbox import check_author
 from minionsd.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
+from minionsd.redact import redact
 
 MAX_ENTRY_BYTES = 1_048_576
 
@@ -39,13 +41,18 @@ def _check_str(value: object, name: str, max_len: int) -> str:
     return value
 
 
-def prepare_entry(home: Home, params: Mapping[str, Any], now: datetime) -> tuple[Path, str,
-                                                                                dict[str, Any]]:
-    """Validate knowledge.create params; (target path, file text, record fields)."""
+def prepare_entry(home: Home, params: Mapping[str, Any],
+                  now: datetime) -> tuple[Path, str, dict[str, Any]]:
+    """Validate knowledge.create params; (target path, file text, record fields).
+
+    Direct authoring makes a `human`-trust record (SPEC §3.6): like memory.add, it is the API
+    of whoever holds the socket, and the MCP server offers agents no way to it. The title and
+    body are redacted before anything is written (the entry is derived text too).
+    """
     category = params.get("category")
     directory = home.category_dir(category if isinstance(category, str) else "")
-    title = _check_str(params.get("title"), "title", 300).strip()
-    body = _check_str(params.get("body"), "body", MAX_ENTRY_BYTES)
+    title = redact(_check_str(params.get("title"), "title", 300).strip())
+    body = redact(_check_str(params.get("body"), "body", MAX_ENTRY_BYTES))
     author = check_author(params.get("author"))
     project = params.get("project")
     if project is not None:
@@ -80,8 +87,9 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
     tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
     return {
         "type": "semantic", "scope": f"project:{project}" if project else "global",
-        "trust": trust, "title": (title or first_heading(body) or Path(rel).stem)[:500],
-        "body": body.strip() or text, "source": rel,
+        "trust": trust,
+        "title": redact((title or first_heading(body) or Path(rel).stem)[:500]),
+        "body": redact(body.strip() or text), "source": rel,
         "author": author or (str(meta["author"]) if meta.get("author") else None),
         "project": project, "agent": None, "task": None, "pr": None, "paths": [],
         "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,

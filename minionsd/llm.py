@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from minionsd.app import App
+from minionsd.redact import redact
 
 log = structlog.get_logger()
 MAX_TOKENS = 2048
@@ -21,6 +22,7 @@ def ask(app: App, system: str, prompt: str, purpose: str) -> str | None:
     api_key = app.llm_api_key()
     if not api_key:
         return None
+    prompt = redact(prompt)  # no secret reaches a prompt, whatever file the text came from
     cfg = app.config
     try:
         import anthropic

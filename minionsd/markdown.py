@@ -28,7 +28,8 @@ BOM = "\ufeff"
 _FENCE = "---"
 _SAFE_SLUG_RE = re.compile(r"[A-Za-z0-9._-]+")
 _H1_RE = re.compile(r"^#[ \t]+(\S.*)$", re.MULTILINE)
-_LINE_RE = re.compile(r"^([A-Za-z_]+): (.*)$")
+# `key: value`, a tab allowed for the space; `key:` alone is an empty value (as in YAML).
+_LINE_RE = re.compile(r"^([A-Za-z_]+):(?:[ \t](.*))?$")
 # The front-matter keys SPEC §2 recognises in inbox notes.
 NOTE_KEYS = ("id", "agent", "author", "date", "title", "kind", "project", "task", "pr", "hold",
              "importance", "tags")
@@ -138,16 +139,19 @@ def _line_value(key: str, raw: str) -> Any:
 
 
 def read_lines(block: str) -> dict[str, Any] | None:
-    """Read a block whose every non-blank line is `<recognised key>: <value>`, split at the
-    first `: `; None when any line is not of that form (or a key repeats)."""
+    """Read a block whose every non-blank, non-comment line is `<recognised key>: <value>`,
+    split at the first `: `; `key:` with nothing after it is an empty value (None, as YAML
+    reads it). None when any line is not of that form (or a key repeats)."""
     meta: dict[str, Any] = {}
     for line in block.splitlines():
-        if not line.strip():
+        if not line.strip() or line.startswith("#"):
             continue
         match = _LINE_RE.match(line.rstrip("\r"))
         if match is None or match.group(1) not in NOTE_KEYS or match.group(1) in meta:
             return None
-        meta[match.group(1)] = _line_value(match.group(1), match.group(2))
+        raw = match.group(2)
+        meta[match.group(1)] = None if raw is None or not raw.strip() else \
+            _line_value(match.group(1), raw)
     return meta or None
 
 

@@ -19,11 +19,14 @@ import structlog
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, NotFound
+from minionsd.fileio import NAME_MAX_BYTES, fit_name
 from minionsd.home import check_name
 
 log = structlog.get_logger()
 
 REASON_SUFFIX = ".reason.txt"
+# A quarantined file's name leaves room for its reason file's suffix.
+QUARANTINE_NAME_MAX_BYTES = NAME_MAX_BYTES - len(REASON_SUFFIX)
 _MAX_REASON_CHARS = 2000
 _MTIME_SETTLED_S = 2.0
 
@@ -98,9 +101,13 @@ def _free_name(inbox: Path, name: str, taken: set[str]) -> str:
     stem, ext = os.path.splitext(name)
     candidate, n = name, 2
     while candidate in taken or os.path.lexists(inbox / candidate):
-        candidate = f"{stem}-{n}{ext}"
+        candidate = fit_name(stem, f"-{n}{ext}")
         n += 1
     return candidate
+
+
+# One requeue at a time: two moves of one file would both link it into the inbox.
+_REQUEUE_LOCK = threading.Lock()
 
 
 def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
@@ -109,7 +116,12 @@ def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
     `taken` are names the inbox must not reuse although no file holds them (names claimed by
     inbox.submit). The move is a hard link then an unlink, so an inbox file is never replaced.
     """
-    name = check_name(name, "name")
+    name = check_name(name, "name", NAME_MAX_BYTES)  # any name a file can have
+    with _REQUEUE_LOCK:
+        return _requeue(directory, inbox, name, taken)
+
+
+def _requeue(directory: Path, inbox: Path, name: str, taken: set[str]) -> str:
     if name.endswith(REASON_SUFFIX):
         raise InvalidParams(f"{name!r} is a reason file; requeue the file it explains",
                             param="name")
@@ -132,6 +144,8 @@ def requeue(directory: Path, inbox: Path, name: object, taken: set[str]) -> str:
             break
         os.unlink(source)
         break
-    (directory / (name + REASON_SUFFIX)).unlink(missing_ok=True)
+    reason = name + REASON_SUFFIX
+    if len(reason.encode("utf-8")) <= NAME_MAX_BYTES:  # else it cannot exist
+        (directory / reason).unlink(missing_ok=True)
     log.info("inbox.requeued", name=name, inbox_name=target)
     return target

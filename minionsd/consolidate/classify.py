@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from minionsd.consolidate import gist
+from minionsd.fileio import fit_name
 from minionsd.markdown import check_note_types, parse_note, render_note, safe_slug, slugify
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
@@ -120,12 +121,14 @@ def archive_name(date: str, name: str) -> str:
     """Archive file name for a processed inbox note, before collision handling.
 
     `<date>-<name>`; a name that already ends with the same date (`alice-x-2026-12-01.md`,
-    or `…-2026-12-01-2.md`) does not repeat it: `2026-12-01-alice-x.md`.
+    or `…-2026-12-01-2.md`) does not repeat it: `2026-12-01-alice-x.md`. Cut to fit the file
+    system when the inbox name was already near its limit.
     """
     match = _DATED_NAME_RE.match(name)
     if match and match.group("date") == date:
         name = f"{match.group('stem')}{match.group('n') or ''}.md"
-    return f"{date}-{name}"
+    stem, ext = os.path.splitext(name)
+    return fit_name(f"{date}-{stem}", ext)
 
 
 def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str:
@@ -138,6 +141,6 @@ def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str
     candidate = os.path.join(directory, name)
     n = 2
     while exists(candidate):
-        candidate = os.path.join(directory, f"{stem}-{n}{ext}")
+        candidate = os.path.join(directory, fit_name(stem, f"-{n}{ext}"))
         n += 1
     return candidate

@@ -4,6 +4,11 @@ Identity comes from front matter first (`agent`, then `author`) and only then fr
 name. The file-name fallback prefers the longest configured agent id, so hyphenated ids such as
 `command-center` are not cut at their first dash (the original's `^\\w+-` rule turned them into
 `command`), and keeps `temp-<uid>` whole so temporary agents stay recognisable.
+
+Trust follows the author and nothing else (SPEC §3.2): `system` for the daemon's own author
+`engine`, `human` only for the authors the owner listed (`trust.human_authors`, by default the
+login name the daemon runs as: `App.human_authors()`), `agent` for everyone else. No
+front-matter key can change it.
 """
 
 from __future__ import annotations
@@ -13,9 +18,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 UNKNOWN = "unknown"
+ENGINE = "engine"
 TEMP_PREFIX = "temp-"
 _LEADING_ID_RE = re.compile(r"[A-Za-z0-9_]+(?=-)")
 _TEMP_ID_RE = re.compile(r"temp-[A-Za-z0-9_]+(?=-)")
+
+
+def declared_author(meta: Mapping[str, Any]) -> str | None:
+    """The author front matter names (`agent`, then `author`), or None."""
+    return _meta_identity(meta)
 
 
 def _meta_identity(meta: Mapping[str, Any]) -> str | None:
@@ -53,3 +64,12 @@ def is_temporary(author: str, agents_config: Mapping[str, Mapping[str, Any]]) ->
 def has_notebook(author: str, agents_config: Mapping[str, Mapping[str, Any]]) -> bool:
     """Only configured, non-temporary agents get `knowledge/agents/<author>.md`."""
     return author in agents_config and not is_temporary(author, agents_config)
+
+
+def author_trust(author: str | None, human_authors: Iterable[str]) -> str:
+    """The trust a record written by `author` gets: `system`, `human` or `agent`."""
+    if author == ENGINE:
+        return "system"
+    if author and author in frozenset(human_authors):
+        return "human"
+    return "agent"

@@ -12,14 +12,13 @@ the journal open for the next start.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import re
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -28,14 +27,16 @@ from minionsd import inbox as inbox_mod
 from minionsd import records
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import classify, gist, journal, notebooks, notesfile
+from minionsd.consolidate import gist, journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
-from minionsd.consolidate.identity import has_notebook, is_temporary
+from minionsd.consolidate.filing import Filing, safe_meta, strip_front_matter
+from minionsd.consolidate.identity import author_trust, has_notebook
 from minionsd.consolidate.regex_digest import regex_digest
 from minionsd.consolidate.types import DigestNote
-from minionsd.fileio import atomic_write_text, create_new_text, lock_for, read_text
+from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, check_note_types, parse_note
+from minionsd.markdown import FrontMatterError, parse_note
+from minionsd.redact import redact
 
 log = structlog.get_logger()
 
@@ -93,6 +94,7 @@ class Pipeline:
         self._abandon = threading.Event()
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
+        self.filing = Filing(app, self._step)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -195,8 +197,9 @@ class Pipeline:
     # --- executing a journalled batch ---------------------------------------------------------
 
     def execute(self, batch_id: str) -> BatchResult:
-        self._plan_archive(self.app.db.read_blocking(journal.load, batch_id))
-        self._plan_kb(self.app.db.read_blocking(journal.load, batch_id))
+        self.filing.plan_archive(self.app.db.read_blocking(journal.load, batch_id))
+        # KB names come from titles, so they are chosen from the redacted text too.
+        self.filing.plan_kb(_redacted(self.app.db.read_blocking(journal.load, batch_id)))
         batch = self.app.db.read_blocking(journal.load, batch_id)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
@@ -206,13 +209,16 @@ class Pipeline:
             self.app.db.write_blocking(journal.set_digest, batch.id, result.mode, None)
             self._write_storm_alert(batch)
         else:
-            mode, digest = self._digest(batch)
+            # Every derived surface sees the redacted text; only the archive keeps the note
+            # as written. redact() is deterministic, so a redo derives the same text.
+            derived = _redacted(batch)
+            mode, digest = self._digest(derived)
             result.mode = mode
-            self._append_digest(batch, digest)
-            result.kb_entries = self._write_kb_entries(batch)
-            result.notebooks = self._append_notebooks(batch)
-            result.records_upserted = self._upsert_records(batch)
-        result.archived = self._archive(batch)
+            self._append_digest(derived, digest)
+            result.kb_entries = self.filing.write_kb_entries(derived)
+            result.notebooks = self._append_notebooks(derived)
+            result.records_upserted = self._upsert_records(derived)
+        result.archived = self.filing.archive(batch)
         result.notes = len(result.archived)
         self._step("finish")
         self.app.db.write_blocking(journal.finish, batch_id, self.app.now(), storm)
@@ -225,7 +231,8 @@ class Pipeline:
             return batch.mode, batch.digest or ""
         notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
                  for n in batch.notes]
-        existing = read_text(self.app.home.notes) or ""
+        # notes.md may predate redaction; what goes into a prompt is redacted either way.
+        existing = redact(read_text(self.app.home.notes) or "")
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
         if digest:
@@ -270,72 +277,6 @@ class Pipeline:
                                                                         moved))
             atomic_write_text(notes_path, kept)
 
-    def _write_kb_entries(self, batch: journal.Batch) -> list[str]:
-        return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
-
-    def _plan_kb(self, batch: journal.Batch) -> None:
-        """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
-
-        Paths are journalled, so a redo links and writes the same files; a path that someone
-        else's file took meanwhile is chosen again when the entry is written.
-        """
-        if any(n.role == "storm" for n in batch.notes) or batch.mode is not None:
-            return
-        home = self.app.home
-        taken = {n.kb_path for n in batch.notes if n.kb_path}
-        for note in batch.notes:
-            if note.kb_path is not None or note.done:
-                continue
-            category = classify.classify(note.name, note.content)
-            name = classify.entry_name(batch.date, note.author, note.name, note.content)
-            rel = classify.unique_path(
-                home.rel(home.category_dir(category)), name,
-                lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
-            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
-            taken.add(rel)
-
-    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
-        home = self.app.home
-        category = classify.classify(note.name, note.content)
-        rel = note.kb_path
-        while True:
-            if rel is None or not self._is_our_entry(home.root / rel, note):
-                directory = home.rel(home.category_dir(category))
-                name = classify.entry_name(batch.date, note.author, note.name, note.content)
-                # A name already holding this note's entry is reused, so a redo never writes
-                # a second copy even when the chosen path was not journalled.
-                rel = classify.unique_path(
-                    directory, name, lambda p: not self._is_our_entry(home.root / p, note))
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
-            target = home.root / rel
-            if target.exists():
-                return rel
-            self._step("kb")
-            try:
-                create_new_text(target, self._entry_text(note, category, batch.date),
-                                mode=0o644)
-                return rel
-            except FileExistsError:
-                rel = None  # another writer took the name since we chose it: choose again
-
-    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
-        source = note.archive_path or f"notes/inbox/{note.name}"
-        extra = {"entry_id": note.content_hash[:16]}
-        try:
-            return classify.render_entry(note.content, source=source, agent=note.author,
-                                         category=category, date=date, extra=extra)
-        except FrontMatterError:
-            return classify.render_entry(_strip_front_matter(note.content), source=source,
-                                         agent=note.author, category=category, date=date,
-                                         extra=extra)
-
-    @staticmethod
-    def _is_our_entry(path: Path, note: journal.JournalNote) -> bool:
-        text = read_text(path)
-        if text is None:
-            return True
-        return str(_safe_meta(text).get("entry_id")) == note.content_hash[:16]
-
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
         agents = self.app.config.agents
         counts: dict[str, int] = {}
@@ -349,8 +290,8 @@ class Pipeline:
                 if current is None or not notebooks.has_entry(current, entry_id):
                     entry = notebooks.render_entry(
                         entry_id=entry_id, date=batch.date, title=_title(note),
-                        body=_body(note.content), source=self._archive_rel(batch, note),
-                        meta=_safe_meta(note.content))
+                        body=_body(note.content), source=Filing.archive_rel(batch, note),
+                        meta=safe_meta(note.content))
                     self._step("notebook")
                     atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
             counts[note.author] = counts.get(note.author, 0) + 1
@@ -375,7 +316,7 @@ class Pipeline:
         return len(fields)
 
     def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
-        meta = _safe_meta(note.content)
+        meta = safe_meta(note.content)
         body = _body(note.content)
         project = meta.get("project") if isinstance(meta.get("project"), str) else None
         trust = self._trust(note.author)
@@ -385,7 +326,7 @@ class Pipeline:
         if isinstance(importance, bool) or not isinstance(importance, int | float) \
                 or not 0 <= importance <= 1:
             importance = DEFAULT_IMPORTANCE
-        archive_rel = self._archive_rel(batch, note)
+        archive_rel = Filing.archive_rel(batch, note)
         task = meta.get("task")
         pr = meta.get("pr")
         return {
@@ -402,61 +343,8 @@ class Pipeline:
                      "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
         }
 
-    @staticmethod
-    def _archive_rel(batch: journal.Batch, note: journal.JournalNote) -> str:
-        fallback = f"notes/archive/{classify.archive_name(batch.date, note.name)}"
-        return note.archive_path or fallback
-
     def _trust(self, author: str) -> str:
-        agents = self.app.config.agents
-        if author == "engine":
-            return "system"
-        if author in agents or is_temporary(author, agents):
-            return "agent"
-        return "human"
-
-    def _plan_archive(self, batch: journal.Batch) -> None:
-        """Fix every note's archive path up front: records and KB entries cite it."""
-        home = self.app.home
-        taken: set[str] = set()
-        for note in batch.notes:
-            if note.archive_path is None:
-                rel = classify.unique_path(
-                    home.rel(home.archive), classify.archive_name(batch.date, note.name),
-                    lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name,
-                                           archive_path=rel)
-                taken.add(rel)
-
-    def _archive(self, batch: journal.Batch) -> list[str]:
-        home = self.app.home
-        archived = []
-        for note in batch.notes:
-            rel = self._archive_rel(batch, note)
-            if not note.done:
-                self._step("archive")
-                self._move_to_archive(home.inbox / note.name, home.root / rel, note)
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name, done=1)
-            archived.append(rel)
-        return archived
-
-    @staticmethod
-    def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
-        if target.exists():
-            if source.exists() and read_text(source) == note.content:
-                source.unlink()  # already copied before a crash; the inbox copy is redundant
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            current = source.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current is not None and current.decode("utf-8", "replace") == note.content:
-            os.rename(source, target)
-        else:
-            # The inbox file vanished or was rewritten since the batch began: archive what
-            # the batch processed; a rewritten file stays in the inbox as a new note.
-            atomic_write_text(target, note.content)
+        return author_trust(author, self.app.human_authors())
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
         sample = batch.notes[0]
@@ -468,12 +356,11 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
-def _holds_other(path: Path, content: str) -> bool:
-    """True when `path` exists with something other than this note (a free name is False)."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace") != content
-    except FileNotFoundError:
-        return False
+def _redacted(batch: journal.Batch) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
+    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
+    return dataclasses.replace(batch, notes=notes)
+
 
 
 def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
@@ -481,26 +368,13 @@ def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
             inbox_mod.submitted_names(conn))
 
 
-def _safe_meta(content: str) -> dict[str, Any]:
-    try:
-        return check_note_types(parse_note(content)[0])[0]
-    except FrontMatterError:
-        return {}
-
 
 def _body(content: str) -> str:
     try:
         return parse_note(content)[1].strip()
     except FrontMatterError:
-        return _strip_front_matter(content).strip()
+        return strip_front_matter(content).strip()
 
-
-def _strip_front_matter(content: str) -> str:
-    if content.startswith("---"):
-        end = content.find("\n---", 3)
-        if end != -1:
-            return content[end + 4:].lstrip("\r\n")
-    return content
 
 
 def _title(note: journal.JournalNote) -> str:

@@ -167,6 +167,11 @@ class ConsolidationService:
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
         submission = inbox_mod.prepare_submission(params, now)
+        size, limit = len(submission.text.encode("utf-8")), \
+            self.app.config["engine.inbox_max_note_bytes"]
+        if size > limit:  # the inbox would only quarantine it
+            raise InvalidParams(f"the note would be {size} bytes, over "
+                                f"engine.inbox_max_note_bytes ({limit})", param="body")
         inbox_dir = self.app.home.inbox
 
         def claim_and_write(conn: Any) -> tuple[str, bool]:

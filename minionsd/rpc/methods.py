@@ -9,11 +9,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minionsd import records
+from minionsd import purge, records
 from minionsd.app import RESTART_KEYS, App
 from minionsd.config import check_value, lookup_key
-from minionsd.errors import ConfigError, InvalidParams
+from minionsd.errors import ConfigError, InvalidParams, NotFound
+from minionsd.redact import redact
 from minionsd.rpc.protocol import Handler
+from minionsd.threads import run_in_daemon_thread
+
+
+def _redact_pair(title: str, body: str) -> tuple[str, str]:
+    return redact(title), redact(body)
 
 
 def _require_str(value: Any, name: str) -> str:
@@ -60,11 +66,21 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
             {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
             | optional
         )
+        # A record is a derived surface like any other: no secret is stored (SPEC §3.1).
+        # Off the event loop: a megabyte body takes about a second to redact.
+        fields["title"], fields["body"] = await run_in_daemon_thread(
+            _redact_pair, fields["title"], fields["body"], name="redact")
         record_id = await app.db.write(records.insert, fields, app.now())
         return {"id": record_id}
 
     async def memory_get(id: Any) -> dict[str, Any]:  # noqa: A002
-        return await app.db.read(records.fetch, id, app.now())
+        try:
+            return await app.db.read(records.fetch, id, app.now())
+        except NotFound:
+            purged = await app.db.read(purge.explain_missing, id)
+            if purged is None:
+                raise
+            raise purged from None
 
     async def memory_search(query: Any, type: Any = None, scope: Any = None,  # noqa: A002
                             status: Any = None, project: Any = None, agent: Any = None,
@@ -85,6 +101,9 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
     async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:  # noqa: A002
         return await app.db.write(records.supersede, _require_str(id, "id"), by, app.now())
 
+    async def memory_purge(id: Any = None, reason: Any = None) -> dict[str, Any]:  # noqa: A002
+        return await purge.purge(app, id, reason)
+
     table: dict[str, Handler] = {
         "status": status,
         "config.get": config_get,
@@ -96,5 +115,6 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         "memory.expire": memory_expire,
         "memory.retract": memory_retract,
         "memory.supersede": memory_supersede,
+        "memory.purge": memory_purge,
     }
     return table | (extra or {})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -90,6 +91,24 @@ def _walk(message: Any, clean: bool) -> int:
     return depth
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _not_json(token: str) -> Any:
+    """Python's json reads NaN and Infinity, which JSON has not: echoed back (an id, a meta
+    value read again later), they would make replies no strict parser can read."""
+    raise _NotJson(f"request is not valid JSON: {token} is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _NotJson(f"request is not valid JSON: the number {literal[:40]} is too large "
+                       "(the limit is about 1.8e308)")
+    return value
+
+
 def decode_line(line: bytes) -> Any:
     """One request line -> the decoded message, its strings free of lone surrogates.
 
@@ -97,7 +116,7 @@ def decode_line(line: bytes) -> Any:
     parser, and TooDeep for a message nested more than MAX_NESTING levels."""
     try:
         text = line.decode("utf-8")
-        message = json.loads(text)
+        message = json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"request is not valid UTF-8 JSON: {exc}") from None
     except RecursionError:

@@ -178,6 +178,7 @@ def test_json_before_and_after_every_command():
         "consolidate": [],
         "search": ["q"], "show": ["M-1"], "pin": ["M-1"], "expire": ["M-1"],
         "retract": ["M-1", "--reason", "r"], "supersede": ["M-1", "--by", "M-2"],
+        "purge": ["M-1", "--reason", "r"],
         "kb add": ["--category", "reviews", "--title", "t"], "kb list": [],
         "kb show": ["knowledge/reviews/x.md"], "pinned show": [], "pinned set": ["x"],
         "pinned append": ["x"], "retrieve": ["--task", "-"], "prompt": ["--task", "-"],
@@ -293,3 +294,43 @@ def test_init_is_local_and_reports_failures_as_errors(tmp_path):
     blocked.write_text("not a directory")
     failed = run_ctl("--home", str(blocked / "h"), "init")
     assert failed.returncode == 1 and "cannot set up" in failed.stderr
+
+
+def test_a_daemon_that_dies_mid_call_is_not_reported_as_not_running():
+    """The request reached a listener, which went away before answering: the message says so
+    (the request may or may not have run), not that nothing is listening."""
+    import shutil
+    import socket
+    import tempfile
+    import threading
+
+    root = Path(tempfile.mkdtemp(prefix="cli-", dir="/tmp"))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(root / "s.sock"))
+    listener.listen(1)
+    got: list[bytes] = []
+
+    def take_the_request_and_die() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            got.append(data)
+
+    peer = threading.Thread(target=take_the_request_and_die, name="dying-daemon")
+    peer.start()
+    try:
+        result = run_ctl("--socket", str(root / "s.sock"), "status")
+    finally:
+        peer.join(30)
+        listener.close()
+        shutil.rmtree(root, ignore_errors=True)
+    assert got and b'"status"' in got[0]
+    assert result.returncode == 3
+    assert "not running" not in result.stderr
+    assert "before answering" in result.stderr and "may or may not" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -84,7 +84,7 @@ def test_threshold_batch_end_to_end(make_daemon, short_home):
     trusts = {r["author"]: r["trust"] for r in
               daemon.call("memory.search", query="build data rules temporary notebook",
                           limit=50)["records"]}
-    assert trusts["bishop"] == "human" and trusts["temp-9"] == "agent"
+    assert trusts["bishop"] == "agent" and trusts["temp-9"] == "agent"  # not listed as human
 
 
 def test_quarantine_and_ignored_files(make_daemon, short_home):

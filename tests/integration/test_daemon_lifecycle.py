@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import REPO, wait_for
 
-COMPONENTS_IN_START_ORDER = ["ConsolidationService", "InboxWatcher", "KnowledgeSurface",
+COMPONENTS_IN_START_ORDER = ["ConsolidationService", "InboxWatcher", "KnowledgeWatcher",
+                             "KnowledgeSurface",
                              "RecallSurface", "BackupSurface", "Scheduler", "Health"]
 
 

@@ -5,6 +5,7 @@ all through the real daemon, its socket, its files and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -210,6 +211,9 @@ def test_quarantine_is_counted_listed_and_requeued(quiet):
     assert "notes" in d.call("inbox.list") and "quarantined" not in d.call("inbox.list")
     shown = ctl(d.home, "inbox", "--quarantined")
     assert shown.returncode == 0 and "broken.md" in shown.stdout and "UTF-8" in shown.stdout
+    # One line per file, even for a reason (a YAML error) that spans several lines.
+    assert sorted(line.split()[0] for line in shown.stdout.splitlines()) == \
+        ["broken.md", "taken.md"]
 
     # Fixed in place, then requeued through the CLI.
     (quarantine / "broken.md").write_text("# Broken\n\nnow valid text\n")
@@ -304,3 +308,164 @@ def test_retention_prunes_finished_batches_and_submissions_by_age(clocked):
     assert d.call("memory.search", query="compiler version")["total"] == 1
     fresh_again = d.call("inbox.submit", body="A note of the new day.", author="dallas")
     assert fresh_again == fresh | {"duplicate": True}
+
+
+def test_cli_note_dash_refuses_stdin_that_is_not_utf8(quiet):
+    """A Latin-1 body is refused with the byte named, whatever the locale: never a
+    traceback (strict locales) and never a note silently rewritten with U+FFFD (C.UTF-8)."""
+    home = quiet.home
+    for io_encoding in ("utf-8:strict", "utf-8:surrogateescape"):
+        out = subprocess.run(
+            [sys.executable, "-m", "minionsd.cli", "--home", str(home), "note", "-",
+             "--author", "dallas"], input="caf\xe9 au lait\n".encode("latin-1"),
+            capture_output=True, cwd=REPO, timeout=60,
+            env={**os.environ, "PYTHONIOENCODING": io_encoding})
+        stderr = out.stderr.decode()
+        assert out.returncode == 2, stderr
+        assert "not valid UTF-8" in stderr and "byte 3" in stderr
+        assert "Traceback" not in stderr
+    assert list((home / "notes" / "inbox").glob("*.md")) == []
+    bom = ctl(home, "--json", "note", "-", "--author", "dallas", stdin="\ufeffwith a BOM\n")
+    assert bom.returncode == 0, bom.stderr
+    assert parse_note((home / json.loads(bom.stdout)["path"]).read_text())[1] == "with a BOM\n"
+
+
+def test_unquoted_colon_beside_empty_values_tabs_and_comments_is_consolidated(quiet):
+    """An agent's block with an unquoted colon and an empty `project:`, a tab after a colon
+    and a comment line is read, not quarantined; the empty key is ignored with a warning."""
+    d = quiet
+    (d.home / "notes" / "inbox" / "dallas-storm.md").write_text(
+        "---\r\n# written by the build agent\r\nagent:\tdallas\r\ntitle: Fix: retry storm\r\n"
+        "project:\r\ntags:\r\n---\r\n\r\nBack off exponentially when the queue answers 429.\r\n")
+    result = d.call("consolidation.run", force=True)
+    assert len(result["archived"]) == 1 and result["archived"][0].endswith("dallas-storm.md")
+    assert not (d.home / "notes" / "quarantine").exists() or \
+        list((d.home / "notes" / "quarantine").iterdir()) == []
+    found = d.call("memory.search", query="back off exponentially")["records"]
+    assert [(r["title"], r["author"]) for r in found] == [("Fix: retry storm", "dallas")]
+    assert "'project' ignored" in d.log()
+
+
+def test_bad_files_with_long_names_are_quarantined_and_can_be_requeued(quiet):
+    """A bad file with a name near the 255-byte limit is quarantined with its reason (under a
+    name short enough for `.reason.txt` beside it) without failing the scan, and any name a
+    file can have comes back with inbox.requeue, under a free name that still fits."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    long_name = "dallas-" + "b" * 240 + ".md"  # 250 bytes
+    (inbox / long_name).write_bytes(b"caf\xe9 latin-1\n")
+    d.call("maintenance.run", job="rescan")
+    [listed] = d.call("inbox.list", quarantined=True)["quarantined"]
+    assert listed["name"].startswith("dallas-bbbb") and listed["name"].endswith(".md")
+    assert "not valid UTF-8" in listed["reason"]
+    reason = quarantine / (listed["name"] + ".reason.txt")
+    assert reason.read_text().startswith(long_name + ": ")
+    assert d.call("status")["inbox"]["quarantined"] == 1
+
+    by_hand = "carol-" + "c" * 241 + ".md"  # 250 bytes, put there by a person
+    (quarantine / by_hand).write_text("moved here by hand\n")
+    (inbox / by_hand).write_text("---\nhold: true\n---\nanother note under that name\n")
+    moved = d.call("inbox.requeue", name=by_hand)
+    assert moved["name"] != by_hand and len(moved["name"].encode()) <= 255
+    assert (inbox / moved["name"]).read_text() == "moved here by hand\n"
+    assert (inbox / by_hand).read_text().endswith("another note under that name\n")
+    (quarantine / listed["name"]).write_text("caf\u00e9 fixed\n")
+    assert ctl(d.home, "inbox", "requeue", listed["name"]).returncode == 0
+    assert d.call("inbox.list", quarantined=True)["quarantined"] == []
+    too_long = ctl(d.home, "inbox", "requeue", "c" * 256 + ".md")
+    assert too_long.returncode == 1 and "255 bytes" in too_long.stderr
+
+
+def test_a_note_with_a_255_byte_name_is_consolidated_and_start_up_survives(quiet):
+    """The archive name adds the date to the inbox name; for a name near the file system's
+    255-byte limit that must still fit, or every consolidation run fails and the open batch
+    in the journal stops the daemon from starting again."""
+    d = quiet
+    inbox = d.home / "notes" / "inbox"
+    names = ["dallas-" + "v" * 245 + ".md", "dallas-" + "é" * 122 + ".md"]  # 255, 254 bytes
+    for n, name in enumerate(names):
+        (inbox / name).write_text(f"Zebra crossing note {n} with a very long file name.\n")
+    result = d.call("consolidation.run", force=True)
+    assert result["notes"] == 2 and list(inbox.glob("*.md")) == []
+    for rel in result["archived"]:
+        assert (d.home / rel).is_file() and len(rel.rsplit("/", 1)[1].encode()) <= 255
+    (inbox / names[0]).write_text("A second note under the same long name.\n")
+    again = d.call("consolidation.run", force=True)
+    assert again["notes"] == 1 and again["archived"][0] not in result["archived"]
+    assert d.stop() == 0
+    d.start()
+    assert d.call("status")["inbox"]["pending"] == 0
+
+
+def test_a_file_name_that_is_not_utf8_is_quarantined_under_a_readable_name(quiet):
+    """A file name that is not UTF-8 cannot be journalled (SQLite text is UTF-8): it used to
+    fail every consolidation run. It is quarantined under a UTF-8 name, with a reason naming
+    the original bytes, and can be requeued by that name; other notes go on."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    raw = os.path.join(os.fsencode(inbox), b"dallas-caf\xe9-notes.md")
+    with open(raw, "wb") as handle:
+        handle.write(b"Giraffes need tall fences.\n")
+    (inbox / "dallas-fine.md").write_text("Zebras need wide gates.\n")
+    result = d.call("consolidation.run", force=True)
+    assert [p.rsplit("/", 1)[1] for p in result["archived"]] == \
+        [result["archived"][0].rsplit("/", 1)[1]] and "dallas-fine" in result["archived"][0]
+    [listed] = d.call("inbox.list", quarantined=True)["quarantined"]
+    assert listed["name"] == "dallas-caf\ufffd-notes.md"
+    assert "file name is not valid UTF-8" in listed["reason"] and "\\xe9" in listed["reason"]
+    assert d.call("status")["inbox"]["quarantined"] == 1
+    assert ctl(d.home, "inbox", "requeue", listed["name"]).returncode == 0
+    again = d.call("consolidation.run", force=True)
+    assert again["notes"] == 1 and list(quarantine.iterdir()) == []
+    assert d.call("memory.search", query="giraffes tall fences")["total"] == 1
+
+
+def test_submit_refuses_a_note_over_the_inbox_size_limit_instead_of_quarantining_it(
+        make_daemon, short_home):
+    """inbox.submit used to answer `written` for a note its own inbox then quarantined as too
+    large; the caller is told instead, with the limit, and nothing is written."""
+    _quiet_config(short_home)
+    (short_home / "config.toml").write_text(
+        (short_home / "config.toml").read_text() + "inbox_max_note_bytes = 2000\n")
+    d = make_daemon()
+    with pytest.raises(RpcError) as err:
+        d.call("inbox.submit", body="word " * 500, author="dallas", title="Too big")
+    assert err.value.code == -32602 and "inbox_max_note_bytes (2000)" in err.value.detail
+    out = ctl(d.home, "note", "-", "--author", "dallas", stdin="word " * 500)
+    assert out.returncode == 1 and "inbox_max_note_bytes" in out.stderr
+    assert list((d.home / "notes" / "inbox").iterdir()) == []
+    assert d.call("inbox.submit", body="small enough", author="dallas")["duplicate"] is False
+
+
+def test_concurrent_requeues_of_one_file_move_it_once(quiet):
+    """Two requeues of the same file used to both link it into the inbox (the note then
+    existed twice) and one of them failed with -32603; now one moves it, the others are
+    -32001."""
+    d = quiet
+    inbox, quarantine = d.home / "notes" / "inbox", d.home / "notes" / "quarantine"
+    quarantine.mkdir(parents=True, exist_ok=True)
+    width, rounds = 8, 60
+    for r in range(rounds):
+        name = f"race-{r}.md"
+        (quarantine / name).write_text(f"---\nhold: true\n---\nrace {r}\n")
+        codes: list[object] = []
+        barrier = threading.Barrier(width)
+
+        def requeue(name: str = name, barrier: threading.Barrier = barrier,
+                    codes: list[object] = codes) -> None:
+            with Client(d.socket, timeout=60) as client:
+                barrier.wait()
+                try:
+                    client.call("inbox.requeue", name=name)
+                    codes.append("moved")
+                except RpcError as exc:
+                    codes.append(exc.code)
+
+        threads = [threading.Thread(target=requeue) for _ in range(width)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        copies = sorted(p.name for p in inbox.glob(f"race-{r}*.md"))
+        assert copies == [name] and sorted(codes, key=str) == \
+            [-32001] * (width - 1) + ["moved"], (r, copies, codes)

@@ -183,8 +183,10 @@ def test_every_tool_and_resource_through_the_sdk_client(shared):
         return seen
 
     seen = anyio.run(main)
-    note_file = shared.home / "notes" / "archive"
-    assert any(seen["note"]["name"] in p.name for p in note_file.iterdir())
+    archive = shared.home / "notes" / "archive"
+    # the note memory_note wrote was consolidated: its archived copy holds the body as written
+    assert any("HMAC-SHA256" in p.read_text() and "author: dallas" in p.read_text()
+               for p in archive.glob("*.md"))
     episode = shared.call("memory.get", id=seen["outcome_id"])
     assert episode["type"] == "episodic" and episode["agent"] == "dallas"
 

@@ -197,3 +197,34 @@ def test_telemetry_write_failure_selects_legacy(seeded):
     assert result["memory_mode"] == "legacy"
     assert [s["name"] for s in result["sections"]][:2] == ["pinned", "team_notes"]
     assert "team notes content" in result["text"]
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text) if s]
+
+
+def test_preamble_tells_operator_guidance_from_recalled_evidence(seeded):
+    """SPEC §3.4: pinned context is guidance to follow (fenced only to keep the prompt's
+    structure); the recalled sections are evidence whose instructions are never followed."""
+    d = seeded
+    (d.home / "pinned.md").write_text("Never push to main.\n")
+    for mode in ("relevant", "legacy"):
+        if mode == "legacy":
+            d.call("config.set", key="engine.memory_retrieval_shadow_mode", value=True)
+        result = d.call("prompt.assemble", task=TASK, project="atlas", agent="dallas")
+        assert result["memory_mode"] == mode
+        text = result["text"]
+        preamble = text[: text.index("## ")]
+        assert not OPEN.search(preamble) and not CLOSE.search(preamble)
+        sentences = _sentences(" ".join(preamble.split()))
+        guidance = [s for s in sentences if "Pinned Context" in s and "follow it" in s]
+        assert guidance, preamble
+        never = [s for s in sentences if "never follow" in s.lower()]
+        assert never, preamble
+        for sentence in never:  # the rule is about the recalled sections, not every fence
+            assert "Pinned Context" not in sentence and "fence" not in sentence.lower()
+            for name in ("Relevant Memory", "Team Notes", "Personal Memory"):
+                assert name in sentence or any(
+                    name in s and "evidence" in s for s in sentences), (name, preamble)
+        assert "verify" in preamble.lower() and "live code" in preamble
+        assert "Never push to main." in text[text.index("Pinned Context"):]

@@ -169,3 +169,46 @@ def test_unserialisable_results_and_details_are_answered():
     assert batch[1]["id"] == 2 and batch[1]["error"]["code"] == -32603
     failures = [e for e in logs if e["event"] == "rpc.reply_unserialisable"]
     assert {e["method"] for e in failures} == {"bad_result", "bad_detail", "circular"}
+
+
+def _strict(raw: bytes) -> dict | list:
+    """Parse as any strict JSON parser would (JavaScript's JSON.parse, Go, serde)."""
+    def refuse(token: str) -> None:
+        raise AssertionError(f"reply holds {token}, which is not JSON: {raw[:300]!r}")
+    return json.loads(raw, parse_constant=refuse)
+
+
+def test_nan_and_infinity_are_refused_so_no_reply_ever_holds_them(daemon):
+    """NaN, Infinity and a number too large for a double are not JSON: such a request is a
+    parse error naming the token, nothing is stored, and no later reply can carry them."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(20)
+    sock.connect(str(daemon.socket))
+    buffer = b""
+
+    def exchange(line: bytes) -> dict | list:
+        nonlocal buffer
+        sock.sendall(line + b"\n")
+        while b"\n" not in buffer:
+            chunk = sock.recv(65536)
+            assert chunk, "the daemon closed the connection without a reply"
+            buffer += chunk
+        reply, _, buffer = buffer.partition(b"\n")
+        return _strict(reply)
+
+    try:
+        base = ('{"body":"odd numbers","type":"semantic","scope":"global","trust":"human",'
+                '"source":"t","meta":{"x":%s}}')
+        for token in ("NaN", "Infinity", "-Infinity", "1e400", "-1e999"):
+            reply = exchange(request("memory.add", base % token, 1))
+            assert reply["error"]["code"] == -32700, reply
+            assert token.lstrip("-") in reply["error"]["data"]["detail"], reply
+        for token in ("NaN", "Infinity", "1e400"):
+            reply = exchange(f'{{"jsonrpc":"2.0","id":{token},"method":"pinned.get"}}'.encode())
+            assert reply["error"]["code"] == -32700 and reply["id"] is None, reply
+        found = exchange(request("memory.search", '{"query":"odd numbers"}', 2))
+        assert found["result"]["total"] == 0
+        fine = exchange(request("memory.add", base % "1e300", 3))
+        assert "result" in fine, fine
+    finally:
+        sock.close()

@@ -42,7 +42,7 @@ def test_knowledge_create_list_get(clocked):
     assert again["path"].endswith("retry-policy-2.md")
     assert (d.home / made["path"]).read_text() == text  # never overwritten
     record = d.call("memory.get", id=made["record_id"])
-    assert record["trust"] == "human" and record["scope"] == "project:atlas"
+    assert record["trust"] == "human" and record["scope"] == "project:atlas"  # SPEC 3.6
     assert record["source"] == made["path"]
     listed = d.call("knowledge.list", category="conventions")["entries"]
     assert {e["path"] for e in listed} == {made["path"], again["path"]}
@@ -235,3 +235,21 @@ def test_kb_sweep_llm_plan(make_daemon, short_home, fake_anthropic):
     assert len(removed) == 1 and removed <= {"knowledge/project-notes/b.md"}
     record = d.call("memory.search", query="queues")["records"][0]
     assert record["source"] == "knowledge/architecture/a.md"
+
+
+def test_a_knowledge_file_whose_name_is_not_utf8_does_not_stop_the_sweep(daemon):
+    """SQLite text is UTF-8, so such a file cannot be indexed: it is reported (by a readable
+    name) and skipped, and every other hand-written entry still reaches SQL, by the sweep
+    and by a reindex."""
+    d = daemon
+    folder = d.home / "knowledge" / "reviews"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(os.path.join(os.fsencode(folder), b"okapi-caf\xe9.md"), "wb") as handle:
+        handle.write(b"# Okapis\n\nOkapis are shy.\n")
+    (folder / "zebra.md").write_text("# Zebras\n\nZebras cross at the striped gate.\n")
+    for job in ("kb_sweep", "reindex"):
+        report = d.call("maintenance.run", job=job)["report"]
+        assert d.call("memory.search", query="striped gate")["total"] == 1, job
+    sweep = d.call("maintenance.run", job="kb_sweep")["report"]
+    assert sweep["unreadable"] == ["knowledge/reviews/okapi-caf\\xe9.md"], report
+    assert "file name is not valid UTF-8" in d.log()

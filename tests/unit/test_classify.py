@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from minionsd.consolidate import classify as classify_mod
 from minionsd.consolidate.classify import (
     CATEGORIES,
     archive_name,
@@ -143,3 +146,18 @@ def test_archive_name_and_collision():
     assert unique_path("archive", name, taken.__contains__) == os.path.join(
         "archive", f"{D}-one-2.md"
     )
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0."),
+               min_size=1, max_size=260).filter(lambda s: len(s.encode()) <= 252),
+       st.integers(min_value=0, max_value=12))
+def test_archive_names_and_their_numbered_forms_fit_a_file_name(stem, taken):
+    """Inbox names go up to 255 bytes; the dated archive name and -2, -3, ... still fit."""
+    name = classify_mod.archive_name("2026-05-01", stem + ".md")
+    assert name.startswith("2026-05-01-") and name.endswith(".md")
+    assert len(name.encode()) <= 255
+    seen = {f"notes/archive/{name}"}
+    for _ in range(taken):
+        seen.add(classify_mod.unique_path("notes/archive", name, seen.__contains__))
+    assert len(seen) == taken + 1
+    assert all(len(p.rsplit("/", 1)[1].encode()) <= 255 for p in seen)

@@ -106,3 +106,15 @@ def test_the_version_comes_from_the_package_metadata():
 
     assert minionsd.__version__ == version("minionsd")
     assert App.__dataclass_fields__["version"].default == version("minionsd")
+
+
+def test_trust_human_authors_is_a_list_of_names(tmp_path):
+    path = tmp_path / "config.toml"
+    assert config.Config(path, {}, None)["trust.human_authors"] == []
+    path.write_text('[trust]\nhuman_authors = ["alice", "bob"]\n')
+    assert config.load(path, {})["trust.human_authors"] == ["alice", "bob"]
+    for bad in ('"alice"', '["alice", 3]', '[""]'):
+        path.write_text(f"[trust]\nhuman_authors = {bad}\n")
+        with pytest.raises(ConfigError) as err:
+            config.load(path, {})
+        assert "trust.human_authors" in err.value.detail

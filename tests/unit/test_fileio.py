@@ -5,7 +5,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from minionsd.fileio import atomic_write_text, create_new_text
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minionsd.fileio import atomic_write_text, create_new_text, fit_name
 
 
 def _race(target, n: int) -> list[BaseException | None]:
@@ -67,3 +70,21 @@ def test_quarantine_count_follows_quick_changes_and_old_directories(tmp_path: Pa
     assert count.get() == 29  # served from the cache
     (directory / "n1.md").unlink()
     assert count.get() == 28
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"),
+               min_size=1, max_size=300), st.text("-.0123456789md", max_size=20))
+def test_fit_name_keeps_the_suffix_and_fits(stem, suffix):
+    fitted = fit_name(stem, suffix, 255)
+    assert fitted.endswith(suffix) and len(fitted.encode("utf-8")) <= 255
+    assert stem.startswith(fitted[: len(fitted) - len(suffix)])
+    if len((stem + suffix).encode("utf-8")) <= 255:
+        assert fitted == stem + suffix
+
+
+def test_atomic_writes_work_for_the_longest_file_names(tmp_path):
+    """The hidden temp name beside a 255-byte target is cut to a legal length."""
+    for name in ("a" * 255, "é" * 127):
+        atomic_write_text(tmp_path / name, "kept\n")
+        assert (tmp_path / name).read_text() == "kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a" * 255, "é" * 127])

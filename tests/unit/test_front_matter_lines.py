@@ -103,3 +103,22 @@ def test_checked_meta_only_holds_values_of_the_right_type(meta):
         else:
             assert isinstance(value, str)
     assert {w.split("'")[1] for w in warnings} == set(meta) - set(kept)
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ("title: Fix: retry storm\nproject:\n", {"title": "Fix: retry storm", "project": None}),
+    ("title: Fix: retry storm\ntags:   \n", {"title": "Fix: retry storm", "tags": None}),
+    ("title:\tFix: retry storm\nagent:\tdallas\n", {"title": "Fix: retry storm",
+                                                    "agent": "dallas"}),
+    ("# written by an agent\ntitle: Fix: retry storm\n", {"title": "Fix: retry storm"}),
+    ("title: Fix: retry storm\r\nproject:\r\n", {"title": "Fix: retry storm", "project": None}),
+])
+def test_empty_values_tabs_and_comment_lines_are_read_like_yaml_reads_them(block, expected):
+    """What YAML allows beside the unquoted colon (an empty value, a tab after the colon, a
+    comment line) does not send the note to quarantine; an empty value is dropped with a
+    warning naming the key, as it is from a YAML block."""
+    meta, body, warnings = read_note(f"---\n{block}---\n\nbody\n")
+    assert meta == expected and body == "body\n" and "line by line" in warnings[0]
+    kept, type_warnings = check_note_types(meta)
+    assert kept == {k: v for k, v in expected.items() if v is not None}
+    assert len(type_warnings) == sum(v is None for v in expected.values())

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd.consolidate.identity import has_notebook, is_temporary, note_author
+from minionsd.consolidate.identity import (
+    author_trust,
+    has_notebook,
+    is_temporary,
+    note_author,
+)
 
 
 def test_front_matter_agent_wins():
@@ -69,3 +74,25 @@ def test_has_notebook():
     assert not has_notebook("temp-x", config)
     assert not has_notebook("ripley", config)
     assert not has_notebook("unknown", config)
+
+
+def test_trust_follows_the_author_only():
+    humans = {"alice"}
+    assert author_trust("engine", humans) == "system"
+    assert author_trust("alice", humans) == "human"
+    for author in ("bob", "dallas", "temp-1", "unknown", "", None, "Alice"):
+        assert author_trust(author, humans) == "agent"
+    assert author_trust("engine", {"engine"}) == "system"  # the daemon's own voice
+
+
+def test_human_authors_default_to_the_login_name(tmp_path):
+    from minionsd import config as config_mod
+    from minionsd.app import App
+
+    def humans(tree, login):
+        cfg = config_mod.Config(tmp_path / "config.toml", tree, None)
+        return App(home=None, config=cfg, db=None, login_name=login).human_authors()
+
+    assert humans({}, "dev") == {"dev"}
+    assert humans({"trust": {"human_authors": ["alice", "bob"]}}, "dev") == {"alice", "bob"}
+    assert humans({}, "") == frozenset()

@@ -246,10 +246,10 @@ def test_patterns_are_documented_data():
 def test_docs_list_every_kind():
     from pathlib import Path
 
-    doc = Path(__file__).resolve().parents[2] / "docs" / "episodes.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "security.md"
     text = doc.read_text(encoding="utf-8")
     missing = [k for k in kinds() if f"`{k}`" not in text]
-    assert not missing, f"docs/episodes.md does not describe {missing}"
+    assert not missing, f"docs/security.md does not describe {missing}"
 
 
 def test_large_adversarial_input_completes():
