@@ -5,7 +5,7 @@ Storage-level (records.py, jobs and retrieval import it; it imports only ftsquer
 recomputes a record's derived index columns (search_aux, term_counts) for the reindex job.
 Nothing here reads FTS5's shadow tables: stems and per-record term counts come from FTS5
 itself, tokenising the text in a TEMP FTS5 table of the caller's connection and reading it
-back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0008,
+back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0009,
 kept by triggers from the stored term counts); upkeep runs FTS5's 'merge' command and tells
 from ``total_changes`` whether it did any work.
 """
@@ -169,7 +169,7 @@ _STATS_SQL = ("SELECT rows, counted, tokens, (SELECT max(seq) FROM memory_record
 
 
 def index_stats(conn: sqlite3.Connection) -> IndexStats:
-    """Row count, length total and largest rowid of the index (fts_stats, migration 0008)."""
+    """Row count, length total and largest rowid of the index (fts_stats, migration 0009)."""
     row = plain_cursor(conn).execute(_STATS_SQL).fetchone()
     if row is None:
         return IndexStats(0, 0, 0, 0)
