@@ -96,23 +96,32 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
     wanted = list(dict.fromkeys(words))
     if not wanted:
         return {}
+    # ASCII letters/digits are always exactly one token, so they share one row (0) and are
+    # told apart by offset; any other word gets a row of its own.
+    simple = [w for w in wanted if w.isascii() and w.isalnum()]
+    other = [w for w in wanted if not (w.isascii() and w.isalnum())]
     cur = plain_cursor(conn)
     _scratch(cur)
-    per_row: dict[int, list[str]] = {}
+    per_row: dict[int, list[tuple[int, str]]] = {}
     cur.execute("SAVEPOINT minions_words")
     try:
+        if simple:
+            cur.execute(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (0, ?)",
+                        (" ".join(simple),))
         cur.executemany(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)",
-                        enumerate(wanted, start=1))
-        for term, doc in cur.execute(
-                f"SELECT CAST(term AS BLOB), doc FROM temp.{_WORDS_TABLE}_inst"):
-            per_row.setdefault(doc, []).append(_text(term))
+                        enumerate(other, start=1))
+        for term, doc, offset in cur.execute(
+                f"SELECT CAST(term AS BLOB), doc, offset FROM temp.{_WORDS_TABLE}_inst"):
+            per_row.setdefault(doc, []).append((offset, _text(term)))
     finally:
         cur.execute("ROLLBACK TO minions_words")
         cur.execute("RELEASE minions_words")
-    out: dict[str, str | None] = {}
-    for index, word in enumerate(wanted, start=1):
+    out: dict[str, str | None] = dict.fromkeys(wanted)
+    for offset, term in per_row.get(0, []):
+        out[simple[offset]] = term
+    for index, word in enumerate(other, start=1):
         tokens = per_row.get(index, [])
-        out[word] = tokens[0] if len(tokens) == 1 else None
+        out[word] = tokens[0][1] if len(tokens) == 1 else None
     return out
 
 
