@@ -54,18 +54,11 @@ from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.consolidate import journal
 from minionsd.db import schema_version
+from minionsd.db_snapshot import open_plain, record_count, snapshot_db
 from minionsd.errors import Conflict, InvalidParams, InvalidState, StorageError
 from minionsd.fileio import fsync_dir
 from minionsd.home import Home
-from minionsd.snapshot import (
-    DB_REL,
-    FORMAT,
-    MANIFEST,
-    copy_tree,
-    open_plain,
-    record_count,
-    snapshot_db,
-)
+from minionsd.snapshot import DB_REL, FORMAT, MANIFEST, copy_tree
 from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()

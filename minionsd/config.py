@@ -28,6 +28,9 @@ log = structlog.get_logger()
 ENV_RETRIEVAL = "MINIONS_FEATURE_MEMORYRETRIEVAL"
 _TRUE_WORDS = {"1", "true", "on", "yes"}
 _FALSE_WORDS = {"0", "false", "off", "no"}
+# engine.memory_retrieval_min_score_ratio's default, measured with scripts/eval.py
+# (docs/retrieval.md, "Evaluation").
+MIN_SCORE_RATIO = 0.45
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,17 @@ class Key:
     default: Any
     type: type
     doc: str
-    minimum: int | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
 
 
 def _int(default: int, doc: str, minimum: int = 0) -> Key:
     return Key(default, int, doc, minimum)
+
+
+def _ratio(default: float, doc: str) -> Key:
+    """A float in 0..1 (an integer 0 or 1 is accepted and stored as a float)."""
+    return Key(default, float, doc, 0.0, 1.0)
 
 
 SCHEMA: dict[str, dict[str, Key]] = {
@@ -53,6 +62,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "memory_retrieval_top_k": _int(8, "Most records in a Relevant Memory pack.", 1),
         "memory_retrieval_max_bytes": _int(8192, "Most UTF-8 bytes of a rendered pack.", 256),
         "memory_retrieval_candidate_limit": _int(50, "FTS5 candidate pool size.", 1),
+        "memory_retrieval_min_score_ratio": _ratio(
+            MIN_SCORE_RATIO, "Records scoring below this share of the best are not packed."),
         "inbox_consolidate_threshold": _int(5, "Eligible notes that trigger a batch.", 1),
         "memory_episodic_capture": Key(False, bool, "Store task outcomes as episodic records."),
         "auto_consolidate_memory": Key(True, bool, "Consolidate when the threshold is reached."),
@@ -145,6 +156,11 @@ def check_value(dotted: str, value: Any) -> Any:
     key = lookup_key(dotted)
     if key.type is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
+    elif key.type is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        value = float(value) if ok else value
+        if ok and value != value:  # NaN: no bound holds for it
+            raise ConfigError(f"'{dotted}' must be a number, got NaN", key=dotted)
     else:
         ok = isinstance(value, key.type)
     if not ok:
@@ -155,6 +171,8 @@ def check_value(dotted: str, value: Any) -> Any:
         raise ConfigError(f"'{dotted}' must be a list of non-empty strings", key=dotted)
     if key.minimum is not None and value < key.minimum:
         raise ConfigError(f"'{dotted}' must be >= {key.minimum}, got {value}", key=dotted)
+    if key.maximum is not None and value > key.maximum:
+        raise ConfigError(f"'{dotted}' must be <= {key.maximum}, got {value}", key=dotted)
     return value
 
 

@@ -1,11 +1,12 @@
 """The FTS5 index of memory_records through documented interfaces only: stems, term counts,
 index statistics and segment upkeep.
 
-Storage-level (records.py, jobs and retrieval import it; it imports only ftsquery). It also
+Storage-level (records.py, jobs and retrieval import it; it imports only ftsquery and
+textcut). It also
 recomputes a record's derived index columns (search_aux, term_counts) for the reindex job.
 Nothing here reads FTS5's shadow tables: stems and per-record term counts come from FTS5
 itself, tokenising the text in a TEMP FTS5 table of the caller's connection and reading it
-back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0009,
+back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0010,
 kept by triggers from the stored term counts); upkeep runs FTS5's 'merge' command and tells
 from ``total_changes`` whether it did any work.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from minionsd import ftsquery
+from minionsd.textcut import scrub_surrogates
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 weights for (title, body, aux): a title hit counts four body hits. memory.search's
@@ -68,7 +70,8 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
     cur.execute("SAVEPOINT minions_counts")
     try:
         cur.execute(f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) "
-                    "VALUES (1, ?, ?, ?)", (title or "", body or "", aux or ""))
+                    "VALUES (1, ?, ?, ?)", tuple(scrub_surrogates(text or "")
+                                                 for text in (title, body, aux)))
         rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
                            f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
     finally:
@@ -96,6 +99,7 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
     wanted = list(dict.fromkeys(words))
     if not wanted:
         return {}
+    clean = {w: scrub_surrogates(w) for w in wanted}  # UTF-8 cannot carry a lone surrogate
     # ASCII letters/digits are always exactly one token, so they share one row (0) and are
     # told apart by offset; any other word gets a row of its own.
     simple = [w for w in wanted if w.isascii() and w.isalnum()]
@@ -109,7 +113,7 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
             cur.execute(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (0, ?)",
                         (" ".join(simple),))
         cur.executemany(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)",
-                        enumerate(other, start=1))
+                        ((i, clean[w]) for i, w in enumerate(other, start=1)))
         for term, doc, offset in cur.execute(
                 f"SELECT CAST(term AS BLOB), doc, offset FROM temp.{_WORDS_TABLE}_inst"):
             per_row.setdefault(doc, []).append((offset, _text(term)))
@@ -178,7 +182,7 @@ _STATS_SQL = ("SELECT rows, counted, tokens, (SELECT max(seq) FROM memory_record
 
 
 def index_stats(conn: sqlite3.Connection) -> IndexStats:
-    """Row count, length total and largest rowid of the index (fts_stats, migration 0009)."""
+    """Row count, length total and largest rowid of the index (fts_stats, migration 0010)."""
     row = plain_cursor(conn).execute(_STATS_SQL).fetchone()
     if row is None:
         return IndexStats(0, 0, 0, 0)

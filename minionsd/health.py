@@ -27,10 +27,6 @@ MAX_LAG_S = 5.0
 EXIT_WEDGED = 70
 
 
-def _db_ok(conn: Any) -> bool:
-    return conn.execute("SELECT 1").fetchone()[0] == 1
-
-
 class Health:
     def __init__(self, app: App, notifier: Notifier, *,
                  watchers_alive: Callable[[], bool], wedge_after_s: float = 120.0) -> None:
@@ -64,7 +60,7 @@ class Health:
 
     async def checks(self) -> dict[str, Any]:
         try:
-            db_ok = await asyncio.wait_for(self.app.db.read(_db_ok), 5)
+            db_ok = await asyncio.wait_for(self.app.db.ping(), 5)
         except Exception:  # noqa: BLE001 - any failure means unhealthy
             db_ok = False
         return {"loop_lag_ms": round(self.lag_s * 1000, 1),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import stat
 import time
 from collections.abc import Iterable
@@ -22,7 +21,9 @@ from typing import Any
 
 import structlog
 
-from minionsd.clock import date_stamp, iso
+from minionsd import submissions
+from minionsd.clock import date_stamp
+from minionsd.consolidate import journal
 from minionsd.consolidate.breaker import content_hash
 from minionsd.consolidate.identity import note_author
 from minionsd.errors import Conflict, InvalidParams
@@ -218,33 +219,6 @@ class Inbox:
         return target
 
 
-# --- holds, findings and submissions in state.db ------------------------------------------
-
-def held_names(conn: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in conn.execute("SELECT name FROM inbox_holds")}
-
-
-def submitted_names(conn: sqlite3.Connection) -> frozenset[str]:
-    """Names written by inbox.submit (complete on arrival). Old rows are harmless: submit
-    never writes a second file under a name it has claimed before."""
-    return frozenset(row[0] for row in conn.execute("SELECT name FROM inbox_submissions"))
-
-
-def prune_submissions(conn: sqlite3.Connection, before: datetime) -> int:
-    """Forget names inbox.submit claimed before `before` (names carry their day, so only
-    same-day submissions can ever meet them again). The findings table, which keeps one
-    finding per task for good, is separate and not pruned."""
-    return conn.execute("DELETE FROM inbox_submissions WHERE at < ?", (iso(before),)).rowcount
-
-
-def set_hold(conn: sqlite3.Connection, name: str, held: bool, now: datetime) -> None:
-    if held:
-        conn.execute("INSERT OR IGNORE INTO inbox_holds (name, held_at) VALUES (?, ?)",
-                     (name, iso(now)))
-    else:
-        conn.execute("DELETE FROM inbox_holds WHERE name = ?", (name,))
-
-
 @dataclass(frozen=True)
 class Submission:
     name: str
@@ -322,20 +296,19 @@ def body_hash(text: str) -> str:
     return content_hash(body)
 
 
-def _known_hash(conn: sqlite3.Connection, name: str, inbox_dir: Path,
-                row: sqlite3.Row | None) -> str | None:
+def _known_hash(conn: Any, name: str, inbox_dir: Path,
+                claim: submissions.Claim | None) -> str | None:
     """Body hash of what was submitted (or lies in the inbox) as `name`; None = unknown."""
-    if row is not None and row["body_hash"]:
-        return row["body_hash"]
+    if claim is not None and claim.body_hash:
+        return claim.body_hash
     try:
         return body_hash((inbox_dir / name).read_bytes().decode("utf-8", "replace"))
     except FileNotFoundError:
         pass
     except OSError:
         return None
-    journalled = conn.execute("SELECT content FROM batch_notes WHERE name = ? "
-                              "ORDER BY rowid DESC LIMIT 1", (name,)).fetchone()
-    return body_hash(journalled[0]) if journalled else None
+    journalled = journal.latest_content(conn, name)
+    return body_hash(journalled) if journalled is not None else None
 
 
 def numbered_name(name: str, n: int) -> str:
@@ -343,7 +316,7 @@ def numbered_name(name: str, n: int) -> str:
     return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
 
 
-def record_submission(conn: sqlite3.Connection, sub: Submission, inbox_dir: Path,
+def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
                       now: datetime) -> tuple[str, bool]:
     """Claim a name (and the task, for a finding) in state.db: (name, written).
 
@@ -355,22 +328,18 @@ def record_submission(conn: sqlite3.Connection, sub: Submission, inbox_dir: Path
     n = 1
     while True:
         name = numbered_name(sub.name, n)
-        row = conn.execute("SELECT body_hash FROM inbox_submissions WHERE name = ?",
-                           (name,)).fetchone()
+        claim = submissions.claim_of(conn, name)
         path = inbox_dir / name
-        if row is None and not (path.exists() or path.is_symlink()):
+        if claim is None and not (path.exists() or path.is_symlink()):
             break
-        if _known_hash(conn, name, inbox_dir, row) == digest:
+        if _known_hash(conn, name, inbox_dir, claim) == digest:
             return name, False
         n += 1
     if sub.kind == "finding":
-        first = conn.execute("SELECT name, agent FROM findings WHERE task = ?",
-                             (sub.task,)).fetchone()
+        first = submissions.finding_for(conn, sub.task)
         if first:
-            raise Conflict(f"task {sub.task!r} already has a finding: {first['name']} "
-                           f"by {first['agent']}", first=first["name"])
-        conn.execute("INSERT INTO findings (task, name, agent, at) VALUES (?, ?, ?, ?)",
-                     (sub.task, name, sub.author, iso(now)))
-    conn.execute("INSERT INTO inbox_submissions (name, at, body_hash) VALUES (?, ?, ?)",
-                 (name, iso(now), digest))
+            raise Conflict(f"task {sub.task!r} already has a finding: {first[0]} "
+                           f"by {first[1]}", first=first[0])
+        submissions.claim_finding(conn, sub.task, name, sub.author, now)
+    submissions.claim_name(conn, name, digest, now)
     return name, True

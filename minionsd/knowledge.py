@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from minionsd import records
+from minionsd import kb_index, records
 from minionsd.clock import date_stamp, iso
 from minionsd.consolidate import classify
 from minionsd.errors import InvalidParams, NotFound
@@ -97,20 +97,10 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
     }
 
 
-def link_file(conn: sqlite3.Connection, rel: str, digest: str, record_id: str | None,
-              now: datetime) -> None:
-    conn.execute(
-        """INSERT INTO kb_files (path, sha256, record_id, seen_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256,
-               record_id = COALESCE(excluded.record_id, kb_files.record_id),
-               seen_at = excluded.seen_at""",
-        (rel, digest, record_id, iso(now)))
-
-
 def insert_record(conn: sqlite3.Connection, rel: str, text: str, fields: dict[str, Any],
                   now: datetime) -> str:
     record_id, _ = records.upsert_by_hash(conn, fields, f"kb:{rel}", now)
-    link_file(conn, rel, sha256(text), record_id, now)
+    kb_index.link_file(conn, rel, sha256(text), record_id, now)
     return record_id
 
 

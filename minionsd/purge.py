@@ -23,9 +23,7 @@ edit them (SPEC §3.2). See :func:`files_holding` for how they are found.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -33,11 +31,10 @@ from typing import Any
 
 import structlog
 
-from minionsd import knowledge
+from minionsd import kb_index, knowledge, purged
 from minionsd.app import App
 from minionsd.clock import iso
-from minionsd.consolidate import notebooks
-from minionsd.db import connect
+from minionsd.consolidate import journal, notebooks
 from minionsd.errors import InvalidParams, InvalidState, MinionsError, NotFound
 from minionsd.fileio import read_text
 from minionsd.home import Home, safe_relative
@@ -67,25 +64,16 @@ def check_reason(reason: object) -> str:
     return reason.strip()
 
 
-def audit_row(conn: sqlite3.Connection, record_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, reason, purged_at, source, files FROM purged_records "
-                       "WHERE id = ?", (record_id,)).fetchone()
-    if row is None:
-        return None
-    return {"id": row[0], "reason": row[1], "purged_at": row[2], "source": row[3],
-            "files": json.loads(row[4])}
-
-
 def purged_error(audit: dict[str, Any]) -> NotFound:
     return NotFound(f"record {audit['id']} was purged at {audit['purged_at']}: "
                     f"{audit['reason']}", id=audit["id"], purged_at=audit["purged_at"])
 
 
-def explain_missing(conn: sqlite3.Connection, record_id: object) -> NotFound | None:
+def explain_missing(conn: Any, record_id: object) -> NotFound | None:
     """The not-found error for a purged id (with its reason), or None if it never was one."""
     if not isinstance(record_id, str):
         return None
-    audit = audit_row(conn, record_id)
+    audit = purged.audit_row(conn, record_id)
     return purged_error(audit) if audit else None
 
 
@@ -111,25 +99,16 @@ def fragments(title: str, body: str) -> list[str]:
     return list(found)[:_MAX_FRAGMENTS]
 
 
-def _journal_rows(conn: sqlite3.Connection, record_id: str) -> list[sqlite3.Row]:
-    return conn.execute(
-        """SELECT n.batch_id, n.name, n.author, n.kb_path, n.archive_path, n.content_hash,
-                  n.done, b.state FROM batch_notes AS n JOIN batches AS b ON b.id = n.batch_id
-           WHERE n.record_id = ?""", (record_id,)).fetchall()
-
-
-def locate(conn: sqlite3.Connection, record_id: str) -> dict[str, Any]:
+def locate(conn: Any, record_id: str) -> dict[str, Any]:
     """The record (or NotFound, with the purge reason for a purged id) and the files that may
     hold its text: {record, own: [rel] (its archived note and KB file), others: [rel] (shared
     files), kb: [rel] (its KB files), entry_ids: {notebook rel: the note's entry id}}."""
-    row = conn.execute("SELECT id, title, body, source, author, agent FROM memory_records "
-                       "WHERE id = ?", (record_id,)).fetchone()
+    row = purged.record_text(conn, record_id)
     if row is None:
         raise explain_missing(conn, record_id) or NotFound(f"no record with id {record_id!r}",
                                                            id=record_id)
     own: list[str] = []  # the record's origin: its archived note and its KB file
-    kb: list[str] = [r[0] for r in conn.execute("SELECT path FROM kb_files WHERE record_id = ?",
-                                                (record_id,))]
+    kb: list[str] = kb_index.paths_of_record(conn, record_id)
     notebook_entries: dict[str, str] = {}
     others = ["notes.md", "notes/archive/notes-history.md", "pinned.md"]
     if row["source"]:
@@ -137,13 +116,13 @@ def locate(conn: sqlite3.Connection, record_id: str) -> dict[str, Any]:
         if row["source"].startswith("knowledge/"):
             kb.append(row["source"])
     authors = {row["author"], row["agent"]}
-    for note in _journal_rows(conn, record_id):
+    for note in journal.notes_of_record(conn, record_id):
         own += [p for p in (note["archive_path"], note["kb_path"]) if p]
         kb += [note["kb_path"]] if note["kb_path"] else []
         authors.add(note["author"])
         notebook_entries[f"knowledge/agents/{note['author']}.md"] = note["content_hash"][:16]
     others += [f"knowledge/agents/{a}.md" for a in sorted(a for a in authors if a)]
-    return {"record": dict(row), "own": list(dict.fromkeys(own + kb)), "others": others,
+    return {"record": row, "own": list(dict.fromkeys(own + kb)), "others": others,
             "kb": list(dict.fromkeys(kb)), "entry_ids": notebook_entries}
 
 
@@ -199,60 +178,37 @@ def _holds(text: str, pieces: Iterable[str]) -> bool:
 
 # --- the purge itself --------------------------------------------------------------------
 
-def delete_record(conn: sqlite3.Connection, record_id: str, reason: str, now: datetime,
+def delete_record(conn: Any, record_id: str, reason: str, now: datetime,
                   files: list[str], kb_files: dict[str, str]) -> None:
     """The write transaction of a purge (see the module docstring)."""
-    row = conn.execute("SELECT seq, title, body, source FROM memory_records WHERE id = ?",
-                       (record_id,)).fetchone()
+    row = purged.record_text(conn, record_id)
     if row is None:
         raise explain_missing(conn, record_id) or NotFound(f"no record with id {record_id!r}",
                                                            id=record_id)
-    was_secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
-    conn.execute("PRAGMA secure_delete = ON")
-    try:
-        journal = _journal_rows(conn, record_id)
-        for note in journal:
+    with purged.secure_delete(conn):
+        notes = journal.notes_of_record(conn, record_id)
+        for note in notes:
             if not note["done"]:
                 # Its batch would write the record again when it is redone.
                 raise InvalidState(f"record {record_id} comes from note {note['name']}, whose "
                                    f"consolidation batch {note['batch_id']} has not finished; "
                                    "purge it when the batch is done", id=record_id)
-        conn.execute("DELETE FROM memory_records WHERE id = ?", (record_id,))
-        conn.execute("INSERT INTO purged_records (id, reason, purged_at, source, files) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     (record_id, reason, iso(now), row["source"], json.dumps(files)))
+        purged.delete_for_good(conn, record_id, reason, now, row["source"], files)
         pieces = fragments(row["title"] or "", row["body"] or "")
-        for note in journal:
+        for note in notes:
             # A finished note's text is not read again, not even by a redo of its batch.
-            conn.execute("UPDATE batch_notes SET content = '' WHERE batch_id = ? AND name = ?",
-                         (note["batch_id"], note["name"]))
+            journal.clear_content(conn, note["batch_id"], note["name"])
             if note["state"] != "done":
                 continue  # the redo may still need the digest
-            digest = conn.execute("SELECT digest FROM batches WHERE id = ?",
-                                  (note["batch_id"],)).fetchone()[0]
+            digest = journal.digest_of(conn, note["batch_id"])
             if digest and _holds(_squash(digest), [_squash(p) for p in pieces]):
-                conn.execute("UPDATE batches SET digest = NULL WHERE id = ?",
-                             (note["batch_id"],))
+                journal.drop_digest(conn, note["batch_id"])
         # The KB file stays linked to no record at its current hash: the sweep takes it as
         # known and unchanged, and imports it again only after someone edits it.
-        conn.execute("UPDATE kb_files SET record_id = NULL WHERE record_id = ?", (record_id,))
+        kb_index.unlink_record(conn, record_id)
         for rel, digest in kb_files.items():
-            conn.execute("""INSERT INTO kb_files (path, sha256, record_id, seen_at)
-                            VALUES (?, ?, NULL, ?) ON CONFLICT (path) DO UPDATE
-                            SET sha256 = excluded.sha256, record_id = NULL""",
-                         (rel, digest, iso(now)))
-        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-    finally:
-        conn.execute(f"PRAGMA secure_delete = {int(was_secure)}")
-
-
-def checkpoint(db_path: Path) -> tuple[int, int, int]:
-    """Move the WAL into the database file and truncate it (busy, log frames, checkpointed)."""
-    conn = connect(db_path)
-    try:
-        return tuple(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
-    finally:
-        conn.close()
+            kb_index.keep_unlinked(conn, rel, digest, now)
+        purged.merge_index(conn)
 
 
 def forget_in_memory(app: App) -> None:
@@ -278,10 +234,8 @@ async def purge(app: App, record_id: object, reason: object) -> dict[str, Any]:
     hashes = await asyncio.to_thread(kb_hashes, app.home, found)
     now = app.now()
     await app.db.write(delete_record, record_id, reason, now, files, hashes)
-    try:
-        busy, _, _ = await asyncio.to_thread(checkpoint, app.home.db)
-    except sqlite3.Error as exc:
-        busy = f"{type(exc).__name__}: {exc}"
+    checkpointed = await asyncio.to_thread(purged.checkpoint, app.home.db)
+    busy = checkpointed if isinstance(checkpointed, str) else checkpointed[0]
     forget_in_memory(app)
     log.info("memory.purged", id=record_id, files=len(files), checkpoint_busy=busy)
     return {"id": record_id, "purged_at": iso(now), "files": files}

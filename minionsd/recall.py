@@ -50,6 +50,7 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
     text, chosen = pack_mod.pack(ranked, distinct=True,
                                  top_k=cfg["engine.memory_retrieval_top_k"],
                                  max_bytes=cfg["engine.memory_retrieval_max_bytes"],
+                                 min_score_ratio=cfg["engine.memory_retrieval_min_score_ratio"],
                                  smallest=min(map(pack_mod.min_size, found), default=0))
     selected = [{"id": s.record["id"], "type": s.record["type"], "scope": s.record["scope"],
                  "trust": s.record["trust"], "date": s.record["created_at"][:10],

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from minionsd.db_snapshot import verify_db
 from minionsd.errors import InvalidParams, InvalidState, StorageError
 from minionsd.fileio import fsync_dir
 from minionsd.home import Home
@@ -24,7 +25,6 @@ from minionsd.snapshot import (
     TREE,
     copy_file,
     copy_tree,
-    verify_db,
 )
 
 _STAGING_PREFIX = ".restore-"

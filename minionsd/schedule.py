@@ -17,7 +17,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from minionsd import fts, jobs, records
+from minionsd import fts, job_runs, jobs, records
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
@@ -33,18 +33,6 @@ FTS_UPKEEP_INTERVAL_S = 5
 FTS_MERGE_PAGES = 500  # per write transaction: tens of ms of writer time
 FTS_MERGE_BUDGET_S = 2.0  # per tick
 FILL_DELAY_S = 3  # after start, before term counts missing since an upgrade are filled in
-
-
-def _record_run(conn: Any, job: str, at: str, ok: bool, summary: str) -> None:
-    conn.execute("""INSERT INTO job_runs (job, last_at, ok, summary) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (job) DO UPDATE SET last_at = excluded.last_at,
-                        ok = excluded.ok, summary = excluded.summary""",
-                 (job, at, int(ok), summary))
-
-
-def _last_runs(conn: Any) -> dict[str, dict[str, Any]]:
-    return {r["job"]: {"at": r["last_at"], "ok": bool(r["ok"]), "summary": r["summary"]}
-            for r in conn.execute("SELECT * FROM job_runs")}
 
 
 class Scheduler:
@@ -148,16 +136,16 @@ class Scheduler:
                                                     name=f"job-{name}")
             except Exception as exc:
                 log.exception("jobs.failed", job=name)
-                await self.app.db.write(_record_run, name, iso(now), False, str(exc)[:500])
+                await self.app.db.write(job_runs.record_run, name, iso(now), False, str(exc)[:500])
                 raise
             summary = ", ".join(f"{k}={v}" for k, v in report.items()
                                 if isinstance(v, int | str))[:500]
-            await self.app.db.write(_record_run, name, iso(self.app.now()), True, summary)
+            await self.app.db.write(job_runs.record_run, name, iso(self.app.now()), True, summary)
             (log.debug if name == "rescan" else log.info)("jobs.done", job=name, summary=summary)
             return {"job": name, "at": iso(now), "report": report}
 
     async def status(self) -> dict[str, Any]:
-        last = await self.app.db.read(_last_runs)
+        last = await self.app.db.read_light(job_runs.last_runs)
         jobs = []
         for name in self.jobs:
             job = self._scheduler.get_job(name) if self._scheduler else None

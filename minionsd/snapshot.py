@@ -1,5 +1,5 @@
-"""Copying a home: its Markdown tree file by file and its database as one consistent snapshot,
-and the check that a database file no daemon uses is sound. Backup and restore share these.
+"""Copying a home: its Markdown tree file by file (the database is copied as one consistent
+snapshot by db_snapshot.py). Backup and restore share these.
 
 A copy never follows a symlink (it may point outside the home), keeps each file's mode and
 times (the inbox orders notes by mtime), fsyncs what it writes, and skips what must not travel:
@@ -12,15 +12,9 @@ import contextlib
 import os
 import re
 import shutil
-import sqlite3
 import stat
 from pathlib import Path
-from typing import Any
 
-from minionsd import records
-from minionsd.clock import system_clock
-from minionsd.db import connect, migrations, schema_version
-from minionsd.errors import InvalidState, StorageError
 from minionsd.fileio import fsync_dir, lock_for
 
 MANIFEST = "minionsd-backup.json"
@@ -117,56 +111,3 @@ def copy_tree(source_root: Path, target_root: Path, *, notes_lock: bool) -> Copi
     copier.bytes += paired.bytes
     fsync_dir(target_root)
     return copier
-
-def snapshot_db(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    src = connect(source, readonly=True)
-    try:
-        dst = sqlite3.connect(target, isolation_level=None)
-        try:
-            # pages=-1 copies everything in one step, inside one read transaction of the
-            # source, so the copy is a single consistent snapshot while the writer commits.
-            src.backup(dst, pages=-1)
-            # A backup is one self-contained file; the daemon that opens it turns WAL back on.
-            dst.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            dst.close()
-    finally:
-        src.close()
-    fsync_dir(target.parent)
-
-
-def open_plain(path: Path) -> sqlite3.Connection:
-    # Not a URI: a backup path may hold '?' or '#'.
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
-
-def record_count(conn: sqlite3.Connection) -> int:
-    return sum(records.status_counts(conn, system_clock()).values())
-
-
-def verify_db(path: Path) -> dict[str, Any]:
-    """Check a database file that no daemon uses: page integrity, FTS index, schema version."""
-    try:
-        conn = open_plain(path)
-        try:
-            problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-            if problems != ["ok"]:
-                raise StorageError(f"{path} fails PRAGMA integrity_check: "
-                                   f"{'; '.join(problems[:5])}")
-            # Compares the FTS index with memory_records too (rank 1), not only its own pages.
-            conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES('integrity-check', 1)")
-            version = schema_version(conn)
-            known = len(migrations())
-            if version > known:
-                raise InvalidState(f"{path} has schema version {version}, newer than this "
-                                   f"minionsd (knows up to {known}); upgrade minionsd first")
-            return {"records": record_count(conn), "schema_version": version}
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StorageError(f"{path} is not a sound minionsd database: {exc}") from exc
-

@@ -2,7 +2,7 @@
 
 watchdog reports created, modified, moved and deleted files under knowledge/; the handler only
 notes which entry paths were touched. After `DEBOUNCE_S` without further events the touched
-paths are handed, one by one, to `jobs.sync_kb_file`, the KB sweep's code for a single file,
+paths are handed, one by one, to `kb_sweep.sync_kb_file`, the KB sweep's code for a single file,
 so an editor's burst of writes costs one import. Notebooks (knowledge/agents/), knowledge/_swept/,
 hidden, temporary and non-`.md` files are ignored. The daemon's own writes need no special
 case: syncing a file SQL already matches changes nothing, and an entry consolidation is still
@@ -20,7 +20,7 @@ import structlog
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from minionsd import jobs
+from minionsd import kb_sweep
 from minionsd.app import App
 from minionsd.home import KB_CATEGORIES
 from minionsd.inbox import is_candidate_name
@@ -95,7 +95,7 @@ class KnowledgeWatcher:
     async def _sync(self, paths: list[Path]) -> None:
         for path in paths:
             try:
-                outcome = await run_in_daemon_thread(jobs.sync_kb_file, self.app, path,
+                outcome = await run_in_daemon_thread(kb_sweep.sync_kb_file, self.app, path,
                                                      self.app.now(), name="kb-watch")
             except Exception:  # noqa: BLE001 - one bad file must not stop the watcher
                 log.exception("kb_watch.sync_failed", path=self.app.home.rel(path))

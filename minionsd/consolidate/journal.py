@@ -71,6 +71,37 @@ def names_in_open_batches(conn: sqlite3.Connection) -> set[str]:
            WHERE b.state = 'open' AND n.done = 0""")}
 
 
+def latest_content(conn: sqlite3.Connection, name: str) -> str | None:
+    """The text most recently journalled for a note called `name` (any batch), or None."""
+    row = conn.execute("SELECT content FROM batch_notes WHERE name = ? "
+                       "ORDER BY rowid DESC LIMIT 1", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def notes_of_record(conn: sqlite3.Connection, record_id: str) -> list[dict[str, Any]]:
+    """Every journalled note that became `record_id`, with its batch's state: {batch_id,
+    name, author, kb_path, archive_path, content_hash, done, state}."""
+    return [dict(row) for row in conn.execute(
+        """SELECT n.batch_id, n.name, n.author, n.kb_path, n.archive_path, n.content_hash,
+                  n.done, b.state FROM batch_notes AS n JOIN batches AS b ON b.id = n.batch_id
+           WHERE n.record_id = ?""", (record_id,))]
+
+
+def clear_content(conn: sqlite3.Connection, batch_id: str, name: str) -> None:
+    """Forget a finished note's journalled text (a purge); nothing reads it again."""
+    conn.execute("UPDATE batch_notes SET content = '' WHERE batch_id = ? AND name = ?",
+                 (batch_id, name))
+
+
+def digest_of(conn: sqlite3.Connection, batch_id: str) -> str | None:
+    row = conn.execute("SELECT digest FROM batches WHERE id = ?", (batch_id,)).fetchone()
+    return row[0] if row else None
+
+
+def drop_digest(conn: sqlite3.Connection, batch_id: str) -> None:
+    conn.execute("UPDATE batches SET digest = NULL WHERE id = ?", (batch_id,))
+
+
 def set_digest(conn: sqlite3.Connection, batch_id: str, mode: str, digest: str | None) -> None:
     conn.execute("UPDATE batches SET mode = ?, digest = ? WHERE id = ? AND mode IS NULL",
                  (mode, digest, batch_id))

@@ -13,8 +13,10 @@ the journal open for the next start.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import secrets
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +25,7 @@ from typing import Any
 
 import structlog
 
-from minionsd import inbox as inbox_mod
-from minionsd import records
+from minionsd import records, submissions
 from minionsd.app import App
 from minionsd.clock import date_stamp
 from minionsd.consolidate import gist, journal, notebooks, notesfile
@@ -107,9 +108,18 @@ class Pipeline:
     # --- selecting a batch -------------------------------------------------------------------
 
     def inbox_state(self) -> InboxState:
-        """The inbox as consolidation sees it: one directory scan plus holds and open batches."""
+        """The inbox as consolidation sees it: one directory scan plus holds and open batches.
+
+        The database part reads only rows about the files now in the inbox, on the light
+        lane, so `status` and `inbox.list` answer at once while searches keep the readers
+        busy. (A file that arrives after the listing only waits out its settling time.)
+        """
         cfg = self.app.config
-        holds, busy, submitted = self.app.db.read_blocking(_inbox_reads)
+        try:
+            names = [entry.name for entry in os.scandir(self.app.home.inbox)]
+        except FileNotFoundError:
+            names = []
+        holds, busy, submitted = self.app.db.read_light_blocking(_inbox_reads, names)
         notes = self.inbox.scan(max_bytes=cfg["engine.inbox_max_note_bytes"],
                                 settle_ms=cfg["engine.inbox_settle_ms"], held_names=holds,
                                 configured_agents=cfg.agents, complete_names=submitted)
@@ -169,10 +179,19 @@ class Pipeline:
         return self.execute(batch_id)
 
     def recover(self) -> BatchResult | None:
+        """Redo open batches. One that fails is logged and stays open for the next try (its
+        notes are not picked again meanwhile), so neither start-up nor later batches wait on
+        it; a note that alone cannot be stored is set aside (see _upsert_records)."""
         result = None
         for batch_id in self.app.db.read_blocking(journal.open_batch_ids):
             log.info("consolidation.resume", batch=batch_id)
-            result = self.execute(batch_id)
+            try:
+                result = self.execute(batch_id)
+            except Abandoned:
+                raise
+            except Exception as exc:
+                log.exception("consolidation.resume_failed", batch=batch_id,
+                              error=_short(exc))
         return result
 
     def _journal(self, batch: list[InboxNote]) -> str:
@@ -302,7 +321,7 @@ class Pipeline:
                   if not note.done]
         self._step("sql")
 
-        def upsert_all(conn: Any) -> int:
+        def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
             now = self.app.now()
             inserted = 0
             for note, values in fields:
@@ -312,8 +331,39 @@ class Pipeline:
                 inserted += 1 if created else 0
             return inserted
 
-        self.app.db.write_blocking(upsert_all)
-        return len(fields)
+        try:
+            self.app.db.write_blocking(upsert_all, fields)
+            return len(fields)
+        except Exception as exc:
+            if _not_the_notes_fault(exc):
+                raise
+            log.warning("consolidation.records_retried_one_by_one", batch=batch.id,
+                        error=_short(exc))
+        stored = 0
+        for note, values in fields:
+            try:
+                self.app.db.write_blocking(upsert_all, [(note, values)])
+                stored += 1
+            except Exception as exc:
+                if _not_the_notes_fault(exc):
+                    raise
+                self._set_aside(batch, note, exc)
+        return stored
+
+    def _set_aside(self, batch: journal.Batch, note: journal.JournalNote,
+                   exc: BaseException) -> None:
+        """A note whose record cannot be stored: the batch goes on without that record (its
+        digest, KB entry, notebook entry and archived copy are written as for any note) and
+        the inbox file goes to the quarantine with the reason, for an operator to requeue."""
+        reason = (f"its memory record cannot be stored ({_short(exc)}); the note is archived "
+                  f"as {Filing.archive_rel(batch, note)}")
+        log.error("consolidation.note_set_aside", batch=batch.id, name=note.name,
+                  reason=reason)
+        # Only the file this batch read (by hash: `note` may be the redacted copy): a
+        # rewritten one is a new note, and a redo after a crash finds it gone.
+        current = read_text(self.app.home.inbox / note.name)
+        if current is not None and content_hash(current) == note.content_hash:
+            self.inbox.quarantine(note.name, reason)
 
     def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
         meta = safe_meta(note.content)
@@ -356,6 +406,31 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
+# SQLite result codes (low byte) that say the database or the disk failed, not the note.
+_ENVIRONMENT_CODES = {5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 26}  # BUSY .. CORRUPT, FULL, NOTADB
+
+
+def _not_the_notes_fault(exc: BaseException) -> bool:
+    """True for failures that would hit any note (disk full, I/O error, shutdown): those
+    keep the batch open for a later try instead of setting its notes aside."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, Abandoned | OSError | MemoryError):
+            return True
+        if type(cause) is RuntimeError:  # e.g. the database closed at shutdown
+            return True
+        if isinstance(cause, sqlite3.Error):
+            code = getattr(cause, "sqlite_errorcode", None)
+            return code is not None and code & 0xFF in _ENVIRONMENT_CODES
+        cause = cause.__cause__
+    return False
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _redacted(batch: journal.Batch) -> journal.Batch:
     """The batch with each note's content redacted (names, hashes and paths unchanged)."""
     notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
@@ -363,9 +438,10 @@ def _redacted(batch: journal.Batch) -> journal.Batch:
 
 
 
-def _inbox_reads(conn: Any) -> tuple[set[str], set[str], frozenset[str]]:
-    return (inbox_mod.held_names(conn), journal.names_in_open_batches(conn),
-            inbox_mod.submitted_names(conn))
+def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], frozenset[str]]:
+    """Holds, names in open batches, and which of `names` inbox.submit wrote."""
+    return (submissions.held_names(conn), journal.names_in_open_batches(conn),
+            submissions.submitted_among(conn, names))
 
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 
 from minionsd import inbox as inbox_mod
-from minionsd import quarantine
+from minionsd import quarantine, submissions
 from minionsd.app import App
 from minionsd.consolidate import journal
 from minionsd.consolidate.pipeline import Abandoned, Pipeline
@@ -149,7 +149,7 @@ class ConsolidationService:
 
     async def status(self) -> dict[str, Any]:
         state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
-        counters = await self.app.db.read(journal.counters)
+        counters = await self.app.db.read_light(journal.counters)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
@@ -215,12 +215,12 @@ class ConsolidationService:
                 raise InvalidParams("'held' must be true or false", param="held")
             if held and not (self.app.home.inbox / name).is_file():
                 raise NotFound(f"no note named {name!r} in the inbox", name=name)
-            await self.app.db.write(inbox_mod.set_hold, name, held, self.app.now())
+            await self.app.db.write(submissions.set_hold, name, held, self.app.now())
             self.poke()
             return {"name": name, "held": held}
 
         async def inbox_requeue(name: Any) -> dict[str, Any]:
-            taken = set(await self.app.db.read(inbox_mod.submitted_names))
+            taken = set(await self.app.db.read(submissions.submitted_names))
             new_name = await run_in_daemon_thread(
                 quarantine.requeue, self.app.home.quarantine, self.app.home.inbox, name, taken,
                 name="inbox-requeue")

@@ -113,6 +113,10 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def _answers(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1").fetchone()[0] == 1
+
+
 class Database:
     """Owns the writer thread/connection and hands out per-thread read connections."""
 
@@ -121,6 +125,8 @@ class Database:
         self.path = path
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
+        # One more reader for small keyed reads (status, health): never queued behind searches.
+        self._light = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-light")
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
@@ -231,10 +237,28 @@ class Database:
             return self._read(fn, *args)
         return self._readers.submit(self._read, fn, *args).result()
 
+    async def ping(self) -> bool:
+        """True when a read connection answers a trivial query (the health check)."""
+        return await self.read_light(_answers)
+
+    async def read_light(self, fn: Callable[..., T], *args: Any) -> T:
+        """A read of a few rows by key (status counters, health) on a thread and connection
+        of its own, so it answers at once while the reader pool is busy with searches and
+        retrievals. Never use it for a scan or a search: its callers would wait for that."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._light, self._read, fn, *args)
+
+    def read_light_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """The same from a non-loop thread."""
+        if threading.current_thread().name.startswith("db-light"):
+            return self._read(fn, *args)
+        return self._light.submit(self._read, fn, *args).result()
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._light.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         # Readers first: only the last connection to close checkpoints the WAL into state.db
         # and deletes it, and a read-only connection cannot, so the writer must be last.

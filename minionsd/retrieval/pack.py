@@ -2,14 +2,19 @@
 
 This module owns what an agent reads of each recalled record and how many fit. Pure functions.
 
-* :func:`dedupe` keeps one record per body: bodies that are equal, or nearly equal, after
-  lower-casing and collapsing whitespace (Jaccard similarity of their word 3-shingles at least
-  ``NEAR_DUPLICATE``), count as one, and the best-scored survives.
+* :func:`dedupe` keeps one record per body: bodies that are equal, or nearly equal, as
+  sequences of lower-cased words (runs of letters, digits and ``_``; punctuation, Markdown and
+  line breaks do not count) count as one, and the best-scored survives. Nearly equal: the
+  smaller body has at least ``SIZE_RATIO`` of the larger one's word 3-shingles and at least
+  ``NEAR_DUPLICATE`` of its shingles occur in the larger (a re-wrapped, re-punctuated or
+  re-marked copy, one with a remark appended, or with a word changed in a long note).
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
   within ``max_bytes`` UTF-8 bytes; a record that does not fit is skipped and a later, smaller one
-  may still be taken. The result is what goes inside the untrusted-input fence.
+  may still be taken. A record scoring below ``min_score_ratio`` times the best record's score
+  (:func:`score_floor`) is not packed: ``top_k`` is a ceiling, not a quota. The result is what
+  goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
 (plus one blank line between items).
@@ -26,16 +31,18 @@ from typing import Any
 
 from minionsd.retrieval.rank import Scored
 
-NEAR_DUPLICATE = 0.9
+NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger one
+SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
 SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
+_WORD_RE = re.compile(r"\w+")
 ITEM_SEPARATOR = "\n\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ...]]]:
-    """A body as dedupe compares it: its lower-cased words joined by single spaces, and their
-    3-shingles."""
+    """A body as dedupe compares it: its lower-cased words (runs of letters, digits and
+    ``_``) joined by single spaces, and their 3-shingles."""
     body = record.get("body")
     if not isinstance(body, str):
         body = ""
@@ -44,8 +51,7 @@ def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ..
 
 
 def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
-    # Lower-casing never makes or removes whitespace, so this splits as the original would.
-    words = body.lower().split()
+    words = _WORD_RE.findall(body.lower())
     return " ".join(words), _shingles(words)
 
 
@@ -72,14 +78,22 @@ def dedupe(scored: list[Scored]) -> list[Scored]:
             if distinct.admit(item)]
 
 
+def near_duplicates(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
+    """The shingle test of :func:`dedupe` (equal word sequences are checked before it)."""
+    small, large = sorted((len(a), len(b)))
+    if small < SIZE_RATIO * large:
+        return False
+    return len(a & b) >= NEAR_DUPLICATE * small
+
+
 class _Distinct:
     """Remembers admitted bodies; refuses exact and near duplicates of them."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.seen_bodies: set[str] = set()
-        # Admitted shingle sets sorted by size. Jaccard >= t needs the smaller set to have at
-        # least t times the shingles of the larger, so only bodies of similar size are compared.
+        # Admitted shingle sets sorted by size: only bodies of similar size (SIZE_RATIO) can
+        # be near duplicates, so only those are compared.
         self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
 
     def admit(self, item: Scored) -> bool:
@@ -87,14 +101,10 @@ class _Distinct:
         if body in self.seen_bodies:
             return False
         n = len(shingles)
-        low = bisect.bisect_left(self.by_size, (math.ceil(NEAR_DUPLICATE * n), -1))
-        high = bisect.bisect_right(self.by_size, (math.floor(n / NEAR_DUPLICATE),
-                                                  self.capacity))
-        if any(
-            # Jaccard = shared / (n + size - shared)
-            (shared := len(shingles & other)) >= NEAR_DUPLICATE * (n + size - shared)
-            for size, _order, other in self.by_size[low:high]
-        ):
+        low = bisect.bisect_left(self.by_size, (math.ceil(SIZE_RATIO * n), -1))
+        high = bisect.bisect_right(self.by_size, (math.floor(n / SIZE_RATIO), self.capacity))
+        if any(len(shingles & other) >= NEAR_DUPLICATE * min(n, size)
+               for size, _order, other in self.by_size[low:high]):
             return False
         self.seen_bodies.add(body)
         bisect.insort(self.by_size, (n, len(self.seen_bodies), shingles))
@@ -186,11 +196,21 @@ def min_size(record: Mapping[str, Any]) -> int:
     return len(body.strip()) if isinstance(body, str) else 0
 
 
+def score_floor(best: float, ratio: float) -> float:
+    """The least score packed next to a best record scoring `best` (ratio clamped to 0..1)."""
+    return max(0.0, min(1.0, ratio)) * best if best > 0 else 0.0
+
+
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
-    smallest: int = 0,
+    smallest: int = 0, min_score_ratio: float = 0.0,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
+
+    `scored` must come best first (as :func:`~minionsd.retrieval.rank.rank_lazily` yields
+    it): the first item's score is the best, and reading stops at the first item scoring
+    below :func:`score_floor` of it (it is not packed, and neither is anything after it),
+    whether or not the best item itself fits.
 
     With `distinct`, an item is checked against the packed ones for (near) duplicate bodies
     only once it fits: cheaper than deduping every candidate first, and a smaller copy of a
@@ -212,7 +232,12 @@ def pack(
 
     if full():
         return "", chosen
+    floor: float | None = None
     for item in scored:
+        if floor is None:
+            floor = score_floor(item.score, min_score_ratio)
+        elif item.score < floor:
+            break
         if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record)

@@ -18,9 +18,17 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from minionsd.ftsquery import STOP_WORDS, code_terms, normalise_phrases, unique_terms
+from minionsd.ftsquery import (
+    STOP_WORDS,
+    code_terms,
+    is_useful_term,
+    normalise_phrases,
+    unique_terms,
+)
+from minionsd.retrieval import synonyms
 
 MAX_TERMS = 32
+MAX_SYNONYM_TERMS = 6  # slots synonyms may take from the task's own last terms
 MAX_FILES = 200
 
 # Words that say "this is a task" rather than what it is about. Kept short on purpose: a word
@@ -33,7 +41,21 @@ _BOILERPLATE_TEXT = """
     everything thing things stuff able https www com etc eg ie
 """
 TASK_BOILERPLATE: frozenset[str] = frozenset(_BOILERPLATE_TEXT.split())
-TASK_STOP_WORDS: frozenset[str] = STOP_WORDS | TASK_BOILERPLATE
+# Words that tell the story of a task rather than name its subject ("probably", "never",
+# "someone sees"). A memory uses them in few notes, so bm25 would weigh them like an error
+# code; they are dropped from task text (notes are indexed unchanged).
+_NARRATIVE_TEXT = """
+    probably maybe perhaps somehow anyway instead again already still lately recently
+    sometimes usually always never today yesterday tomorrow tonight morning afternoon evening
+    someone somebody nobody everyone everybody anyone anybody people folks guys
+    seem seems seemed appear appears appeared happen happens happened happening
+    see sees saw seen show shows showed shown look looks looked looking
+    tell tells telling told say says said think thought know knows knew guess
+    come comes came coming become becomes became goes went gone grow grows grew
+    lot lots bit bunch whole huge tiny many several right
+"""
+TASK_NARRATIVE: frozenset[str] = frozenset(_NARRATIVE_TEXT.split())
+TASK_STOP_WORDS: frozenset[str] = STOP_WORDS | TASK_BOILERPLATE | TASK_NARRATIVE
 
 
 def _text(value: Any) -> str:
@@ -122,12 +144,31 @@ def _one_per_plural(terms: Iterator[str]) -> Iterator[str]:
 
 
 def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]:
-    """The search terms of a task (at most `max_terms`, possibly none)."""
+    """The search terms of a task (at most `max_terms`, possibly none): its own words, then
+    the synonyms of the paraphrases it uses (:mod:`minionsd.retrieval.synonyms`), which may
+    take up to MAX_SYNONYM_TERMS of the last slots."""
     if not isinstance(task, Mapping):
         return []
-    return unique_terms(
+    own = unique_terms(
         _one_per_plural(_all_terms(task)),
         max_terms,
         TASK_STOP_WORDS,
         keep_stop_words_if_empty=False,
     )
+    if not own:
+        return own
+    extra = synonym_terms(task, own)
+    if not extra:
+        return own
+    room = max(0, max_terms - len(own))
+    extra = extra[: max(room, min(MAX_SYNONYM_TERMS, max_terms // 4))]
+    return own[: max_terms - len(extra)] + extra
+
+
+def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
+    """Synonyms of the task's words that are not among `own` (its terms), nor stop words, nor
+    the plural or singular of one of them."""
+    text = " ".join(text for text, _is_path in _field_texts(task) if text)
+    taken = {_plural_key(term) for term in own}
+    return [term for term in synonyms.expansions(synonyms.words(text))
+            if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]

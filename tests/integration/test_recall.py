@@ -199,6 +199,30 @@ def test_telemetry_write_failure_selects_legacy(seeded):
     assert "team notes content" in result["text"]
 
 
+def test_retrieve_packs_one_of_near_copies_and_leaves_out_weak_matches(make_daemon, short_home):
+    configure(short_home, "")
+    d = make_daemon()
+    note = ("The identity provider answers HTTP 429 when more than 20 token refreshes arrive per "
+            "second; TokenRefresher must honour Retry-After and back off with jitter.")
+    strong = add(d, note, title="Token endpoint throttles bursts", scope="project:atlas")
+    copy = add(d, "- " + note.replace("TokenRefresher", "`TokenRefresher`").replace(";", ",")
+               + "\n\nFrom the on-call notes.", scope="project:atlas", trust="agent")
+    weak = [add(d, f"Flaky test number {i}: the refresh of the fixture cache is slow.")
+            for i in range(3)]
+    task = {"id": "W-7", "title": "Token refresh gets 429 from the identity provider",
+            "description": "TokenRefresher retries at once instead of backing off."}
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    ids = [s["id"] for s in d.call("memory.retrieve", task=task, project="atlas")["selected"]]
+    assert ids[0] == strong and copy not in ids  # a near-identical body is packed once
+    assert set(weak) <= set(ids)  # with no cutoff, weak matches fill the pack
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.6)
+    result = d.call("memory.retrieve", task=task, project="atlas")
+    assert [s["id"] for s in result["selected"]] == [strong]
+    with pytest.raises(RpcError) as err:
+        d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=1.5)
+    assert err.value.code == -32602 and "min_score_ratio" in err.value.detail
+
+
 def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", text) if s]
 

@@ -22,6 +22,7 @@ def test_init_template_is_valid_toml_with_nothing_set():
 def test_defaults_match_spec_values():
     cfg = config.Config(Path("/nonexistent"), {}, None)
     assert cfg["engine.memory_retrieval_top_k"] == 8
+    assert cfg["engine.memory_retrieval_min_score_ratio"] == 0.45
     assert cfg["engine.inbox_consolidate_threshold"] == 5
     assert cfg["engine.untrusted_fence_max_bytes"] == 65536
     assert cfg["llm.model"] == "claude-haiku-4-5"
@@ -54,12 +55,26 @@ def test_unknown_section_and_bad_toml(tmp_path):
     ("engine.memory_retrieval_top_k", 0),
     ("features.memory_retrieval", 1),
     ("llm.model", 3),
+    ("engine.memory_retrieval_min_score_ratio", "0.4"),
+    ("engine.memory_retrieval_min_score_ratio", True),
+    ("engine.memory_retrieval_min_score_ratio", 1.5),
+    ("engine.memory_retrieval_min_score_ratio", -0.1),
+    ("engine.memory_retrieval_min_score_ratio", float("nan")),
 ])
 def test_wrong_types_and_bounds_name_the_key(key, value):
     with pytest.raises(ConfigError) as err:
         config.check_value(key, value)
     assert key in err.value.detail
     assert err.value.key == key
+
+
+def test_ratio_keys_take_numbers_from_0_to_1():
+    key = "engine.memory_retrieval_min_score_ratio"
+    assert config.check_value(key, 0.35) == 0.35
+    assert config.check_value(key, 1) == 1.0 and isinstance(config.check_value(key, 1), float)
+    assert config.check_value(key, 0) == 0.0
+    with pytest.raises(ConfigError, match="must be <= 1.0"):
+        config.check_value(key, 2)
 
 
 def test_agents_table(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from minionsd.consolidate import journal
 from minionsd.db import migrate
-from minionsd.inbox import prune_submissions
+from minionsd.submissions import prune_submissions
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 

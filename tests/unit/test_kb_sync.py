@@ -1,11 +1,11 @@
-"""jobs.sync_kb_file, the knowledge watcher's single-file sweep, on a real home and state.db
+"""kb_sweep.sync_kb_file, the knowledge watcher's single-file sweep, on a real home and state.db
 (no daemon): imports, edits, deletions, and entries consolidation wrote."""
 
 from __future__ import annotations
 
 import pytest
 
-from minionsd import jobs
+from minionsd import kb_sweep
 from minionsd.app import App
 from minionsd.config import load as load_config
 from minionsd.consolidate.service import ConsolidationService
@@ -36,17 +36,17 @@ def status_of(app: App, record_id: str) -> str:
 def test_a_hand_added_file_is_imported_updated_and_retracted(app):
     path = app.home.category_dir("conventions") / "2026-12-01-alice-x.md"
     path.write_text("# X\n\nfirst text\n")
-    assert jobs.sync_kb_file(app, path, app.now()) == "imported"
-    assert jobs.sync_kb_file(app, path, app.now()) == "unchanged"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "imported"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "unchanged"
     record_id = app.db.read_blocking(lambda c: c.execute(
         "SELECT record_id FROM kb_files").fetchone()[0])
     path.write_text("# X\n\nsecond text\n")
-    assert jobs.sync_kb_file(app, path, app.now()) == "updated"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "updated"
     assert body_of(app, record_id) == "# X\n\nsecond text"
     path.unlink()
-    assert jobs.sync_kb_file(app, path, app.now()) == "removed"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "removed"
     assert status_of(app, record_id) == "retracted"
-    assert jobs.sync_kb_file(app, path, app.now()) == "unchanged"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "unchanged"
 
 
 def test_an_entry_consolidation_wrote_links_to_the_notes_record(app):
@@ -57,21 +57,21 @@ def test_an_entry_consolidation_wrote_links_to_the_notes_record(app):
         "SELECT id FROM memory_records").fetchone()[0])
     # Edited by hand before anything linked it: the note's record takes the edit, no copy.
     entry.write_text(entry.read_text().replace("flush the cache", "warm the cache"))
-    assert jobs.sync_kb_file(app, entry, app.now()) == "updated"
+    assert kb_sweep.sync_kb_file(app, entry, app.now()) == "updated"
     assert body_of(app, record_id) == "# Cache\n\nwarm the cache"
     count = app.db.read_blocking(lambda c: c.execute(
         "SELECT count(*) FROM memory_records").fetchone()[0])
     assert count == 1
     # Deleting it drops the link; the note's record stays (its source is the archived note).
     entry.unlink()
-    assert jobs.sync_kb_file(app, entry, app.now()) == "removed"
+    assert kb_sweep.sync_kb_file(app, entry, app.now()) == "removed"
     assert status_of(app, record_id) == "active"
 
 
 def test_an_entry_whose_batch_has_not_upserted_yet_is_left_to_the_batch(app):
     path = app.home.category_dir("project-notes") / "2026-12-01-dallas-y.md"
     path.write_text("---\nentry_id: 0123456789abcdef\n---\n\n# Y\n\nbody\n")
-    assert jobs.sync_kb_file(app, path, app.now()) == "deferred"
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "deferred"
     count = app.db.read_blocking(lambda c: c.execute(
         "SELECT count(*) FROM memory_records").fetchone()[0])
     assert count == 0

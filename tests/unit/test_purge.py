@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import purge, records
+from minionsd import purge, purged, records
 from minionsd.db import connect, migrate
 from minionsd.errors import InvalidState, NotFound
 
@@ -38,14 +38,14 @@ def test_no_byte_of_the_record_survives_in_the_database_file(tmp_path: Path) -> 
     conn.execute("BEGIN IMMEDIATE")
     purge.delete_record(conn, leak, "leaked aws key", NOW, ["x.md"], {})
     conn.execute("COMMIT")
-    purge.checkpoint(db)
+    purged.checkpoint(db)
     data = db.read_bytes() + (db.with_name("state.db-wal").read_bytes()
                               if db.with_name("state.db-wal").exists() else b"")
     for piece in (SECRET, SECRET.lower()[:20], "wjalrxutnfemik7mdengbpxrficyexamplekeyzz",
                   "Build box keys"):
         assert piece.encode() not in data, piece
     assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 0  # restored afterwards
-    assert purge.audit_row(conn, leak)["reason"] == "leaked aws key"
+    assert purged.audit_row(conn, leak)["reason"] == "leaked aws key"
     missing = purge.explain_missing(conn, leak)
     assert isinstance(missing, NotFound) and missing.code == -32001
     assert "purged at 2030-01-02T03:04:05" in missing.detail and "leaked aws key" in missing.detail

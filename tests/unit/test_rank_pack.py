@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.retrieval.pack import dedupe, pack, render_item
+from minionsd.retrieval.pack import dedupe, pack, render_item, score_floor
 from minionsd.retrieval.rank import Scored, rank
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -136,6 +137,29 @@ def test_dedupe_exact_and_near() -> None:
     assert [s.id for s in dedupe(items)] == ["M-2", "M-4", "M-5"]
 
 
+def test_dedupe_catches_copies_that_differ_in_punctuation_markup_or_a_remark() -> None:
+    body = ("Celery worker export-2 was SIGKILLed by the kernel OOM killer while building CSV "
+            "exports: export_invoices() loads the whole queryset into a list. Fixed by "
+            "iterating with .iterator(chunk_size=2000) and setting a memory limit per child.")
+    copies = [
+        "- Celery worker export-2 was SIGKILLed by the kernel OOM killer while building CSV "
+        "exports: `export_invoices()` loads the whole queryset into a list. Fixed by iterating "
+        "with `.iterator(chunk_size=2000)` and setting a memory limit per child.",  # Markdown
+        body.replace(". ", ", ").lower() + "\n\nFrom the on-call notes.",  # case, remark
+        body.replace("whole", "entire") + " (seen again last week)",  # a word, a remark
+    ]
+    for copy in copies:
+        items = [S("M-1", 1.0, body), S("M-2", 0.9, copy)]
+        assert [s.id for s in dedupe(items)] == ["M-1"], copy
+
+
+def test_dedupe_keeps_notes_that_differ_in_substance() -> None:
+    base = "Retries are capped at three per call with exponential backoff starting at 100 ms"
+    items = [S("M-1", 1.0, base), S("M-2", 0.9, base.replace("three", "five")),
+             S("M-3", 0.8, base + " and the whole job gives up after ten failed calls in a row")]
+    assert [s.id for s in dedupe(items)] == ["M-1", "M-2", "M-3"]
+
+
 def test_dedupe_keeps_different_short_bodies() -> None:
     items = [S("M-1", 1, "use retries"), S("M-2", 1, "use timeouts"), S("M-3", 1, "")]
     assert [s.id for s in dedupe(items)] == ["M-1", "M-2", "M-3"]
@@ -187,25 +211,30 @@ def test_pack_invariants(entries: list[tuple[float, str]], top_k: int, max_bytes
 
 
 def _brute_force_dedupe(items: list[Scored]) -> list[str]:
-    def shingles(body: str) -> frozenset[tuple[str, ...]]:
-        words = " ".join(body.split()).lower().split()
+    def shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
         if len(words) < 3:
             return frozenset([tuple(words)])
         return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
 
+    def near(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
+        small, large = min(len(a), len(b)), max(len(a), len(b))
+        return small >= 0.7 * large and len(a & b) >= 0.9 * small
+
     kept: list[tuple[str, frozenset[tuple[str, ...]]]] = []
     out = []
     for item in sorted(items, key=lambda s: (-s.score, s.id)):
-        body = " ".join(item.record["body"].split()).lower()
-        sh = shingles(body)
-        if any(body == b or len(sh & o) >= 0.9 * len(sh | o) for b, o in kept):
+        words = re.findall(r"\w+", item.record["body"].lower())
+        body, sh = " ".join(words), shingles(words)
+        if any(body == b or near(sh, o) for b, o in kept):
             continue
         kept.append((body, sh))
         out.append(item.id)
     return out
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.lists(st.sampled_from("abcdef"), max_size=40)),
+@given(st.lists(st.tuples(st.integers(0, 3),
+                          st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "a.", "B,",
+                                                    "`c`", "\n", "- d"]), max_size=40)),
                 max_size=25))
 def test_dedupe_matches_brute_force(entries: list[tuple[int, list[str]]]) -> None:
     items = [S(f"M-{i:02d}", score, " ".join(words)) for i, (score, words) in enumerate(entries)]
@@ -327,3 +356,41 @@ def test_render_cache_keeps_equal_but_different_values_apart() -> None:
     assert [t.split(" | ")[0] for t in texts] == ["[id=1", "[id=1.0", "[id=True", "[id=1"]
     record = {"id": "M-1", "title": "T", "body": "b", "source": "s"}
     assert render_item(record) == render_item(dict(record)) == render_item(record)
+
+
+# --- the score cutoff (engine.memory_retrieval_min_score_ratio) ------------------------------
+
+def test_score_floor() -> None:
+    assert score_floor(2.0, 0.4) == pytest.approx(0.8)
+    assert score_floor(2.0, 0.0) == 0.0
+    assert score_floor(2.0, 1.5) == 2.0  # clamped to 1
+    assert score_floor(2.0, -1.0) == 0.0
+    assert score_floor(0.0, 0.5) == 0.0
+
+
+def test_pack_leaves_out_records_below_the_cutoff() -> None:
+    items = [S("M-1", 1.5, "auth 429"), S("M-2", 0.7, "token refresh timeout"),
+             S("M-3", 0.59, "mypy stubs"), S("M-4", 0.3, "linker failure")]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2", "M-3", "M-4"]
+
+
+def test_the_cutoff_is_relative_to_the_best_record_even_when_it_does_not_fit() -> None:
+    items = [S("M-big", 2.0, "x" * 5000), S("M-1", 1.2, "fits"), S("M-2", 0.9, "below")]
+    _text, chosen = pack(items, top_k=8, max_bytes=1000, min_score_ratio=0.5)
+    assert [s.id for s, _ in chosen] == ["M-1"]
+
+
+@given(st.lists(st.floats(0, 10), max_size=20), st.floats(0, 1), st.integers(1, 10))
+def test_pack_cutoff_invariants(scores: list[float], ratio: float, top_k: int) -> None:
+    items = sorted((S(f"M-{i:02d}", score, f"body {i}") for i, score in enumerate(scores)),
+                   key=lambda s: (-s.score, s.id))
+    _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio)
+    packed = [s for s, _ in chosen]
+    best = items[0].score if items else 0.0
+    assert all(s.score >= ratio * best - 1e-12 for s in packed)
+    # Everything at or above the floor is packed, up to top_k, in order.
+    expected = [s for s in items if s.score >= score_floor(best, ratio)][:top_k]
+    assert [s.id for s in packed] == [s.id for s in expected]

@@ -1,0 +1,90 @@
+"""The knowledge base's index in storage: which KB file is known at which hash, and its record.
+
+Owns the table `kb_files` (migration 0003), one row per knowledge file seen: its path, the
+hash of its text when last imported, and the record it feeds (None once the link is dropped,
+as a purge does). Also the record-side changes a KB file's fate decides: a swept or deleted
+file retracts the record that came from it alone, a moved file takes its record's source
+along. The decisions (when a file counts as changed, swept or moved) stay in jobs.py,
+knowledge.py and purge.py; each function here takes a connection inside their read or write.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+
+from minionsd.clock import iso
+
+
+def known_files(conn: sqlite3.Connection) -> dict[str, tuple[str, str | None]]:
+    """Every known KB file: {path: (sha256, record id or None)}."""
+    return {row[0]: (row[1], row[2]) for row in
+            conn.execute("SELECT path, sha256, record_id FROM kb_files")}
+
+
+def link_file(conn: sqlite3.Connection, rel: str, digest: str, record_id: str | None,
+              now: datetime) -> None:
+    """Note `rel` at `digest`; a None record id keeps the record it is linked to already."""
+    conn.execute(
+        """INSERT INTO kb_files (path, sha256, record_id, seen_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (path) DO UPDATE SET sha256 = excluded.sha256,
+               record_id = COALESCE(excluded.record_id, kb_files.record_id),
+               seen_at = excluded.seen_at""",
+        (rel, digest, record_id, iso(now)))
+
+
+def forget_file(conn: sqlite3.Connection, rel: str, reason: str, now: datetime) -> None:
+    """A swept or deleted file: its row goes, and its record, when it came from a KB file
+    (content hash `kb:…`) and is still active, is retracted with `reason` (the SQL follows
+    the file)."""
+    row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (rel,)).fetchone()
+    conn.execute("DELETE FROM kb_files WHERE path = ?", (rel,))
+    if row and row["record_id"]:
+        conn.execute("""UPDATE memory_records SET status = 'retracted', retracted_reason = ?,
+                            updated_at = ?, pinned = 0
+                        WHERE id = ? AND status = 'active' AND content_hash LIKE 'kb:%'""",
+                     (reason[:1000], iso(now), row["record_id"]))
+
+
+def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime) -> None:
+    """A reclassified file keeps its record: the link and the provenance follow the file."""
+    row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (old,)).fetchone()
+    conn.execute("UPDATE kb_files SET path = ? WHERE path = ?", (new, old))
+    if row and row["record_id"]:
+        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? WHERE id = ?",
+                     (new, iso(now), row["record_id"]))
+
+
+def record_for_entry(conn: sqlite3.Connection, entry_id: str) -> str | None:
+    """The id of the record whose content hash starts with a consolidated entry's id (the
+    note record consolidation wrote for the entry), or None. LIKE wildcards in the id are
+    dropped, not matched."""
+    pattern = entry_id.replace("%", "").replace("_", "") + "%"
+    row = conn.execute("SELECT id FROM memory_records WHERE content_hash LIKE ?",
+                       (pattern,)).fetchone()
+    return row["id"] if row else None
+
+
+def record_body(conn: sqlite3.Connection, record_id: str) -> str | None:
+    """The body a record has now (to compare with its file), or None when there is none."""
+    row = conn.execute("SELECT body FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+    return None if row is None else row["body"]
+
+
+def paths_of_record(conn: sqlite3.Connection, record_id: str) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT path FROM kb_files WHERE record_id = ?",
+                                           (record_id,))]
+
+
+def unlink_record(conn: sqlite3.Connection, record_id: str) -> None:
+    """Files feeding `record_id` stay known, linked to no record."""
+    conn.execute("UPDATE kb_files SET record_id = NULL WHERE record_id = ?", (record_id,))
+
+
+def keep_unlinked(conn: sqlite3.Connection, rel: str, digest: str, now: datetime) -> None:
+    """`rel` known at `digest` and linked to no record: the sweep takes it as unchanged and
+    imports it again only after the file is edited."""
+    conn.execute("""INSERT INTO kb_files (path, sha256, record_id, seen_at)
+                    VALUES (?, ?, NULL, ?) ON CONFLICT (path) DO UPDATE
+                    SET sha256 = excluded.sha256, record_id = NULL""",
+                 (rel, digest, iso(now)))

@@ -1,0 +1,270 @@
+"""Retrieval evaluation: does memory.retrieve pick the records a senior engineer would want?
+
+    .venv/bin/python scripts/eval.py             # the whole labelled set (tests/eval/set.json)
+    .venv/bin/python scripts/eval.py --quick     # a 12-task slice (the smoke test runs this)
+    .venv/bin/python scripts/eval.py --tasks     # plus one line per task
+    .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
+    .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
+
+It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/conftest.py,
+which is why it is imported from a script; it needs pytest, which the dev venv has), adds every
+record of the set through the socket with `memory.add` (keeping its created_at), applies the
+lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks `memory.retrieve`
+for each task with its project and agent. Asserts nothing; prints, per difficulty and overall:
+
+* recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
+  any member of it finds it);
+* MRR: mean of 1 / rank of the first relevant record (0 if none);
+* precision@8: relevant records / records packed (an empty pack counts 0);
+* violations: packed records the eligibility rules forbid for the task (not active, out of
+  scope, procedural with agent or external trust), checked against every record of the set
+  (a superset of each task's labelled `forbidden` records, which are checked to agree);
+* copies: packed records whose near-duplicate group already has a member in that pack;
+* no_terms: tasks retrieval found no terms in.
+
+easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
+changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
+the main tasks.
+
+The baseline in the same run is plain FTS5: `memory.search` over the task's text fields
+joined (OR of its words, bm25 with the same column weights, active records only), filtered by
+the same scope and trust rules client-side (so its violation count is comparable), first 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "eval"))
+
+from build_set import eligible  # noqa: E402
+
+from tests.conftest import DaemonProcess  # noqa: E402
+
+SET_PATH = REPO / "tests" / "eval" / "set.json"
+TOP_K = 8
+QUICK_TASKS = 12
+ADD_FIELDS = ("body", "type", "scope", "trust", "source", "title", "paths", "tags",
+              "importance", "created_at", "project", "agent")
+
+
+def load(daemon: DaemonProcess, records: list[dict[str, Any]]) -> dict[str, str]:
+    """Add every record, then apply the lifecycle; returns key -> record id."""
+    ids: dict[str, str] = {}
+    with daemon.client(timeout=120) as client:
+        for rec in records:
+            params = {f: rec[f] for f in ADD_FIELDS if rec.get(f) not in (None, "", [])}
+            ids[rec["key"]] = client.call("memory.add", params)["id"]
+        for rec in records:
+            if rec["status"] == "superseded":
+                client.call("memory.supersede", {"id": ids[rec["key"]],
+                                                 "by": ids[rec["superseded_by"]]})
+        for rec in records:
+            if rec["status"] == "retracted":
+                client.call("memory.retract", {"id": ids[rec["key"]],
+                                               "reason": rec["retracted_reason"]})
+            elif rec["status"] == "expired":
+                client.call("memory.expire", {"id": ids[rec["key"]]})
+    return ids
+
+
+def task_text(task: dict[str, Any]) -> str:
+    pr = task.get("pr") or {}
+    parts = [task.get("title"), task.get("description"), *(task.get("references") or []),
+             task.get("failure_context"), task.get("source_plan"), *(task.get("files") or []),
+             pr.get("title"), pr.get("body"), pr.get("branch"), *(pr.get("files") or [])]
+    return " ".join(p for p in parts if p)
+
+
+class Scorer:
+    """The metrics of one pack against a task's labels."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.records = {r["key"]: r for r in data["records"]}
+        self.groups: dict[str, str] = data["groups"]
+        for item in data["tasks"]:  # the labels agree with the rules the script checks
+            for key in item["forbidden"]:
+                if eligible(self.records[key], item["project"], item["agent"]):
+                    raise SystemExit(f"{item['task']['id']}: {key} is labelled forbidden "
+                                     "but the eligibility rules allow it")
+
+    def group(self, key: str) -> str:
+        return self.groups.get(key, key)
+
+    def score(self, item: dict[str, Any], picked: list[str]) -> dict[str, Any]:
+        wanted = {self.group(k) for k in item["relevant"]}
+        seen: set[str] = set()
+        hits = copies = violations = 0
+        first = 0
+        for rank, key in enumerate(picked, 1):
+            group = self.group(key)
+            if group in seen and group in self.groups.values():
+                copies += 1
+            elif group in wanted:
+                hits += 1
+                first = first or rank
+            seen.add(group)
+            if not eligible(self.records[key], item["project"], item["agent"]):
+                violations += 1
+        return {"recall": len(wanted & seen) / len(wanted), "rr": 1 / first if first else 0.0,
+                "precision": hits / len(picked) if picked else 0.0, "violations": violations,
+                "copies": copies, "selected": len(picked)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
+    n = len(rows) or 1
+    return {"tasks": len(rows),
+            "recall@8": sum(r["recall"] for r in rows) / n,
+            "MRR": sum(r["rr"] for r in rows) / n,
+            "precision@8": sum(r["precision"] for r in rows) / n,
+            "violations": sum(r["violations"] for r in rows),
+            "copies": sum(r["copies"] for r in rows),
+            "no_terms": sum(bool(r.get("no_terms")) for r in rows),
+            "avg_selected": sum(r["selected"] for r in rows) / n}
+
+
+def print_table(title: str, results: dict[str, list[dict[str, Any]]]) -> None:
+    print(f"\n{title}")
+    print(f"  {'':10} {'tasks':>5} {'recall@8':>9} {'MRR':>6} {'prec@8':>7} {'viol':>5} "
+          f"{'copies':>6} {'no_terms':>8} {'avg_sel':>7}")
+    for name, rows in results.items():
+        s = summarise(rows)
+        print(f"  {name:10} {s['tasks']:5d} {s['recall@8']:9.3f} {s['MRR']:6.3f} "
+              f"{s['precision@8']:7.3f} {s['violations']:5d} {s['copies']:6d} "
+              f"{s['no_terms']:8d} {s['avg_selected']:7.2f}")
+
+
+def by_difficulty(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    main = [r for r in rows if r.get("split", "main") == "main"]
+    groups = {"easy": [r for r in main if r["difficulty"] == "easy"],
+              "hard": [r for r in main if r["difficulty"] == "hard"], "overall": main}
+    held_out = [r for r in rows if r.get("split") == "holdout"]
+    return groups | ({"held-out": held_out} if held_out else {})
+
+
+def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[str, str],
+                 scorer: Scorer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    keys = {v: k for k, v in ids.items()}
+    ours, base = [], []
+    with daemon.client(timeout=120) as client:
+        for item in items:
+            res = client.call("memory.retrieve", {"task": item["task"], "project": item["project"],
+                                                  "agent": item["agent"]})
+            picked = [keys[s["id"]] for s in res["selected"]]
+            row = scorer.score(item, picked) | {
+                "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
+                "split": item.get("split", "main"),
+                "scores": [s["score"] for s in res["selected"]],
+                "no_terms": res["fallback_reason"] == "no_terms"}
+            ours.append(row)
+            found = client.call("memory.search", {"query": task_text(item["task"]), "limit": 100})
+            plain = [keys[r["id"]] for r in found["records"]
+                     if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
+            base.append(scorer.score(item, plain[:TOP_K]) | {
+                "id": item["task"]["id"], "difficulty": item["difficulty"],
+                "picked": plain[:TOP_K], "split": item.get("split", "main")})
+    return ours, base
+
+
+def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
+    print("\nper task (retrieval): recall rr precision | packed keys, * relevant, ! forbidden,"
+          " = copy")
+    for row, item in zip(rows, items, strict=True):
+        wanted = {scorer.group(k) for k in item["relevant"]}
+        marks, seen = [], set()
+        for key, score in zip(row["picked"], row.get("scores", []), strict=False):
+            group = scorer.group(key)
+            mark = ("=" if group in seen else "*" if group in wanted else "") + (
+                "!" if not eligible(scorer.records[key], item["project"], item["agent"]) else "")
+            seen.add(group)
+            marks.append(f"{mark}{key}({score:.2f})")
+        missing = sorted(wanted - seen)
+        print(f"  {row['id']:12} {row['difficulty']:4} {row['recall']:.2f} {row['rr']:.2f} "
+              f"{row['precision']:.2f} | {' '.join(marks)}"
+              + (f"  MISSING {' '.join(missing)}" if missing else ""))
+
+
+def print_sweep(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
+    """What a score cutoff would keep: packs cut at score < ratio x the best score."""
+    print("\ncutoff sweep (from these packs; ratio -> recall@8, MRR, precision@8, avg packed)")
+    pairs = [(row, item) for row, item in zip(rows, items, strict=True)
+             if item.get("split", "main") == "main"]
+    for ratio in (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
+        cut = []
+        for row, item in pairs:
+            best = row["scores"][0] if row["scores"] else 0.0
+            kept = [k for k, s in zip(row["picked"], row["scores"], strict=True)
+                    if s >= ratio * best]
+            cut.append(scorer.score(item, kept) | {"difficulty": item["difficulty"],
+                                                   "split": item.get("split", "main")})
+        s = summarise(cut)
+        print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  {s['precision@8']:.3f}  "
+              f"{s['avg_selected']:.2f}")
+
+
+def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {QUICK_TASKS} tasks")
+    parser.add_argument("--tasks", action="store_true", help="print one line per task")
+    parser.add_argument("--sweep", action="store_true", help="print a score-cutoff sweep")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config key for the daemon (TOML value), e.g. "
+                             "engine.memory_retrieval_min_score_ratio=0.3")
+    parser.add_argument("--data", type=Path, default=SET_PATH)
+    return parser.parse_args(list(argv) if argv is not None else None)
+
+
+def write_config(home: Path, settings: list[str]) -> None:
+    sections: dict[str, list[str]] = {}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        section, _, name = key.strip().partition(".")
+        if not name or not value:
+            raise SystemExit(f"--set wants KEY=VALUE with a dotted key, got {setting!r}")
+        sections.setdefault(section, []).append(f"{name} = {value.strip()}")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = parse_args(argv)
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    items = data["tasks"]
+    if args.quick:  # every n-th task, so both difficulties and several topics are in it
+        main = [t for t in items if t.get("split", "main") == "main"]
+        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
+    scorer = Scorer(data)
+    root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
+    daemon = DaemonProcess(root / "home")
+    try:
+        write_config(daemon.home, args.set)
+        daemon.start()
+        ids = load(daemon, data["records"])
+        print(f"loaded {len(ids)} records; {len(items)} tasks"
+              + (f"; config {', '.join(args.set)}" if args.set else ""))
+        ours, base = retrieve_all(daemon, items, ids, scorer)
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    print_table("memory.retrieve", by_difficulty(ours))
+    print_table("baseline: memory.search (OR of the task's words, same eligibility), top 8",
+                by_difficulty(base))
+    if args.sweep:
+        print_sweep(ours, items, scorer)
+    if args.tasks:
+        print_tasks(ours, items, scorer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

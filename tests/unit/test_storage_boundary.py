@@ -1,0 +1,93 @@
+"""The storage boundary: SQL runs only in storage modules (docs/architecture.md).
+
+Everything else asks storage for records, candidates, lifecycle changes, the journal and the
+other tables by calling a storage function on a connection (`db.read(fn, ...)`,
+`db.write(fn, ...)`), never by running a statement itself. The test finds every call of
+`.execute(`, `.executemany(` or `.executescript(` (on anything but `self`, which is a method of
+the caller's own class) in minionsd/ and fails on one outside the lists below.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "minionsd"
+SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
+
+# Modules that own a part of storage, with what they own.
+STORAGE_MODULES: dict[str, str] = {
+    "db/__init__.py": "migrations, the single writer, the readers, the ping",
+    "db_snapshot.py": "the database file: a consistent copy, the check of a copy",
+    "records.py": "memory_records: insert, lifecycle, search, expiry, FTS upkeep",
+    "telemetry.py": "retrieval telemetry rows",
+    "consolidate/journal.py": "the consolidation journal: batches, batch_notes, counters",
+    "submissions.py": "inbox holds, claimed submission names, findings per task",
+    "kb_index.py": "kb_files: which KB file feeds which record, at which hash",
+    "purged.py": "purged_records and the statements of a purge",
+    "job_runs.py": "maintenance jobs' last results",
+    # Retrieval's candidate generation and record view: storage-owned, kept by the
+    # retrieval index beside the planner that uses them.
+    "retrieval/candidates.py": "retrieval index: candidate generation, term statistics",
+    "retrieval/recordview.py": "retrieval index: the in-memory view of the records",
+}
+
+# SQL still written in a non-storage module, by (module, top-level function), with why. An
+# entry whose function no longer runs SQL must go (the test says so).
+NOT_MOVED_YET: dict[tuple[str, str], str] = {
+    ("jobs.py", "_rows_after"): "reindex: moves with the retrieval index rewrite",
+    ("jobs.py", "_update_derived"): "reindex: moves with the retrieval index rewrite",
+    ("jobs.py", "reindex"): "reindex: moves with the retrieval index rewrite",
+}
+
+
+def sql_calls(source: str) -> list[tuple[str, int, str]]:
+    """(top-level function or class, line, method) of every SQL execution call in `source`."""
+    found = []
+    for top in ast.parse(source).body:
+        owner = getattr(top, "name", "<module>")
+        for node in ast.walk(top):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in SQL_CALLS):
+                continue
+            receiver = node.func.value
+            if isinstance(receiver, ast.Name) and receiver.id == "self":
+                continue  # the class's own method (Pipeline.execute), not a connection's
+            found.append((owner, node.lineno, node.func.attr))
+    return found
+
+
+def _modules() -> dict[str, str]:
+    return {path.relative_to(PACKAGE).as_posix(): path.read_text(encoding="utf-8")
+            for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_the_detector_sees_connection_calls_and_not_own_methods() -> None:
+    source = ("def f(conn, db):\n"
+              "    conn.execute('SELECT 1')\n"
+              "    db.reader().executemany('INSERT INTO t VALUES (?)', [])\n"
+              "class C:\n"
+              "    def run(self):\n"
+              "        self.execute(1)\n"
+              "        self._conn.executescript('x')\n")
+    assert sql_calls(source) == [("f", 2, "execute"), ("f", 3, "executemany"),
+                                 ("C", 7, "executescript")]
+
+
+def test_sql_runs_only_in_storage_modules() -> None:
+    modules = _modules()
+    assert set(STORAGE_MODULES) <= set(modules), "a listed storage module no longer exists"
+    outside = []
+    used_exceptions = set()
+    for rel, source in modules.items():
+        if rel in STORAGE_MODULES:
+            continue
+        for owner, line, method in sql_calls(source):
+            if (rel, owner) in NOT_MOVED_YET:
+                used_exceptions.add((rel, owner))
+                continue
+            outside.append(f"minionsd/{rel}:{line} {owner}: .{method}(")
+    assert not outside, ("SQL outside the storage modules; move it into a storage function "
+                         "and call that instead:\n" + "\n".join(outside))
+    stale = set(NOT_MOVED_YET) - used_exceptions
+    assert not stale, f"these no longer run SQL; drop them from NOT_MOVED_YET: {sorted(stale)}"
