@@ -10,12 +10,11 @@ It holds:
 * the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
   lists, parsed term counts and decoded rows, kept current through ``record_changes``;
 * document frequencies by term for a few minutes (a zero only until any record changes);
-* the string table rows parsed whole share, and the per-query stem patterns.
+* the string table parsed rows share.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import sqlite3
 import threading
@@ -24,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from minionsd import fts
-from minionsd.retrieval import planner, scoring
+from minionsd.retrieval import planner
 from minionsd.retrieval.recordview import MAX_CACHED, RecordView
 
 DF_CACHE_SECONDS = 300.0
@@ -40,7 +39,6 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
         self.shared: dict[str, str] = {}
-        self.stem_pattern = functools.lru_cache(maxsize=256)(scoring.stem_pattern)
 
     def forget(self) -> None:
         """Drop every cached value (after the FTS index was rebuilt in bulk)."""
@@ -48,7 +46,6 @@ class RecallIndex:
         with self._lock:
             self._dfs.clear()
             self.shared.clear()
-        self.stem_pattern.cache_clear()
 
     # --- document frequencies --------------------------------------------------------------
 

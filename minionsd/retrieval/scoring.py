@@ -16,7 +16,7 @@ import re
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from minionsd import fts
 
@@ -33,53 +33,29 @@ class Counted:
 
 
 class Stored:
-    """A row's stored term counts (cached in the record view).
+    """A row's stored term counts (cached in the record view), parsed on first use.
 
-    A query that needs stems of a row not looked for yet pulls them out of the text with one
-    regular expression (one per query, shared by the rows), and the row remembers what it
-    found, 0.0 for a stem it lacks. Parsing all of a row's ~150 lines costs about four such
-    searches, so a row is parsed whole, once, on its WHOLE_AFTER-th search: rows recalled by
-    many different tasks end up as dictionaries (every query then only looks stems up), rows
-    recalled once or twice never pay for it. `state` is (whole, counts, searches), replaced in
-    one assignment, never changed in place, so threads sharing an entry always see a
-    consistent one.
+    Parsing all of a row's ~150 lines is one split; the parsed form (~3x the text) is kept with
+    the entry, its strings shared through the index's string table. (Reading only the query's
+    lines with a regular expression, and parsing a row whole only once many queries had asked
+    for it, bought 3.7% in the cycled count and nothing for fresh tasks: dropped.)
     """
 
-    __slots__ = ("id", "length", "text", "state")
-    WHOLE_AFTER = 4
+    __slots__ = ("id", "length", "text", "_counts")
 
     def __init__(self, record_id: str, length: int, text: str) -> None:
         self.id = record_id
         self.length = length
         self.text = text
-        # Counts are numbers before the row is parsed whole, text after (see parse_counts).
-        self.state: tuple[bool, dict[str, Any], int] = (False, {}, 0)
+        self._counts: dict[str, str] | None = None
 
     def weights(self, key: tuple[str, ...], index: RecallIndex) -> dict[str, float]:
         """stem -> weighted count for the stems of `key` (the query's stems, sorted) the row
         holds, in `key` order."""
-        whole, known, searches = self.state
-        if whole:
-            return _numbers(key, known)
-        try:
-            return {stem: value for stem in key if (value := known[stem])}
-        except KeyError:
-            pass
-        if searches + 1 >= self.WHOLE_AFTER:
-            parsed = parse_counts(self.text, index.shared_strings())
-            self._store((True, parsed, searches + 1), searches)
-            return _numbers(key, parsed)
-        # One pattern per query (compiling one costs as much as searching ~20 rows), so it
-        # looks for all of `key`, not only the stems this row has not seen.
-        found = {stem: float(value) for stem, value in index.stem_pattern(key).findall(self.text)}
-        merged = known | dict.fromkeys(key, 0.0) | found
-        self._store((False, merged, searches + 1), searches)
-        return {stem: value for stem in key if (value := merged[stem])}
-
-    def _store(self, state: tuple[bool, dict[str, Any], int], searches_seen: int) -> None:
-        # Another thread may have stored since this one read `state`: keep the newer one.
-        if self.state[2] == searches_seen:
-            self.state = state
+        counts = self._counts
+        if counts is None:  # threads may both parse; either result is the same
+            counts = self._counts = parse_counts(self.text, index.shared_strings())
+        return _numbers(key, counts)
 
 
 def _numbers(key: tuple[str, ...], counts: dict[str, str]) -> dict[str, float]:
@@ -94,9 +70,8 @@ _COUNT_LINES_RE = re.compile(r"(?:\S+ \S+\n)*")  # the lines after the header, a
 def parse_counts(text: str, shared: dict[str, str] | None = None) -> dict[str, str]:
     """Every stem line of a stored term_counts text (after its header), the count as text.
 
-    Lines are read as the per-query expression reads them (`\\n<stem> <count>`). Text as
-    fts.term_counts writes it (two words a line) is split on whitespace, which is faster; a
-    hand-edited row is read line by line. `shared` (the index's string table) lets rows
+    Text as fts.term_counts writes it (two words a line) is split on whitespace; a hand-edited
+    row is read line by line (`\\n<stem> <count>`). `shared` (the index's string table) lets rows
     parsed whole share their stem and count strings.
     """
     if _COUNT_LINES_RE.fullmatch(text, text.find("\n") + 1):
@@ -109,11 +84,6 @@ def parse_counts(text: str, shared: dict[str, str] | None = None) -> dict[str, s
         return dict(zip(stems, counts, strict=True))
     share = shared.setdefault
     return dict(zip(map(share, stems, stems), map(share, counts, counts), strict=True))
-
-
-def stem_pattern(stems_sorted: tuple[str, ...]) -> re.Pattern[str]:
-    """Finds the count line of each of these stems in a stored term_counts text."""
-    return re.compile("\\n(" + "|".join(map(re.escape, stems_sorted)) + ") (\\S+)")
 
 
 def parse_stored(record_id: str, stored: str | None) -> Stored | None:

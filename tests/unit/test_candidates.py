@@ -595,10 +595,9 @@ _ABSENT_STEMS = st.text("qxz", min_size=2, max_size=5)  # no word of the corpus 
        aux=st.lists(st.sampled_from(COMMON), max_size=6).map(" ".join))
 def test_stored_counts_read_like_tokenising_the_row(data: st.DataObject, title: str, body: str,
                                                     aux: str) -> None:
-    """Whether a row's stored counts are read by per-query expression, from the merged memo
-    or parsed whole (from its WHOLE_AFTER-th search on), every query gets what tokenising the
-    row gives: the stems of the query the row holds, with their weighted counts, in query
-    order."""
+    """Every query gets from a row's stored counts what counting the row's words gives: the
+    stems of the query the row holds, with their weighted counts, in query order (the first
+    query parses the row, later ones read the parsed form)."""
     conn = sqlite3.connect(":memory:")
     entry = scoring.parse_stored("M-1", fts.term_counts(conn, title, body, aux))
     assert entry is not None
@@ -611,34 +610,23 @@ def test_stored_counts_read_like_tokenising_the_row(data: st.DataObject, title: 
             weighted[stem_of[word]] = weighted.get(stem_of[word], 0.0) + weight
     own = sorted({stem for stem in stem_of.values() if stem})
     # Queries of the row's own stems (in a drawn order, so each brings new ones) and stems it
-    # lacks; asked twice over, so the later ones are answered from the memo or whole parse.
+    # lacks; asked twice over.
     order = data.draw(st.permutations(own))
     size = max(1, len(order) // 6)
     queries = [tuple(sorted({*order[i:i + size], data.draw(_ABSENT_STEMS)}))
                for i in range(0, len(order), size)]
-    looked_for: set[str] = set()
-    searches = 0
     index = RecallIndex()
     for key in queries + queries:
         expected = {stem: weighted[stem] for stem in key if stem in weighted}
-        if searches < scoring.Stored.WHOLE_AFTER and not looked_for.issuperset(key):
-            searches += 1
-            looked_for |= set(key)
         got = entry.weights(key, index)
         assert got == expected
         assert list(got) == list(expected)
-        assert entry.state[0] == (searches >= scoring.Stored.WHOLE_AFTER)
 
 
-def test_whole_parse_reads_a_malformed_row_like_the_expression() -> None:
-    """A hand-edited row whose lines are not two words each: parsing it whole gives what the
-    per-query expression gives."""
+def test_a_malformed_row_is_read_line_by_line() -> None:
+    """A hand-edited row whose lines are not two words each: each `<stem> <count>` line is
+    read, the rest ignored."""
     stored = "2 9 1\nalpha 2\nbeta 3 extra\ngamma 4\nlonely\ndelta 0\n"
     key = ("alpha", "beta", "delta", "gamma", "lonely")
-    index = RecallIndex()
-    by_expression = scoring.parse_stored("M-1", stored).weights(key, index)
-    whole = scoring.parse_stored("M-1", stored)
-    for extra in ("q1", "q2", "q3", "q4"):
-        whole.weights((extra,), index)
-    assert whole.state[0]
-    assert whole.weights(key, index) == by_expression == {"alpha": 2.0, "beta": 3.0, "gamma": 4.0}
+    entry = scoring.parse_stored("M-1", stored)
+    assert entry.weights(key, RecallIndex()) == {"alpha": 2.0, "beta": 3.0, "gamma": 4.0}
