@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from minionsd import ftsquery
 from minionsd.textcut import scrub_surrogates
@@ -188,6 +190,55 @@ def index_stats(conn: sqlite3.Connection) -> IndexStats:
         return IndexStats(0, 0, 0, 0)
     rows, counted, tokens, max_rowid = row
     return IndexStats(rows, tokens, counted, max_rowid or 0)
+
+
+# --- searches for the candidate planner ------------------------------------------------------
+
+
+def capped_counts(conn: sqlite3.Connection, terms: Sequence[str], cap: int | None,
+                  after: int | None = None) -> list[int]:
+    """Rows (with rowid > `after`, if given) matching each term, counting each to at most
+    `cap` (None: no cap), in one statement."""
+    window = "" if after is None else " AND rowid > ?"
+    limit = "" if cap is None else " LIMIT ?"
+    sub = ("(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ?"
+           f"{window}{limit}))")
+    binds: list[Any] = []
+    for term in terms:
+        binds.append(ftsquery.quote_term(term))
+        binds += [] if after is None else [after]
+        binds += [] if cap is None else [cap]
+    return list(plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(terms)),
+                                           binds).fetchone())
+
+
+def rows_after(conn: sqlite3.Connection, seq: int) -> int:
+    """How many records have a seq (FTS5 rowid) above `seq`."""
+    return plain_cursor(conn).execute("SELECT count(*) FROM memory_records WHERE seq > ?",
+                                      (seq,)).fetchone()[0]
+
+
+def hit_lists(conn: sqlite3.Connection, groups: Sequence[tuple[str, int]],
+              limit: int) -> dict[tuple[str, int], array[int]]:
+    """Rowids matching each (term, after rowid), at most `limit` each, in one statement (one
+    comma-separated text per term: far fewer Python steps than a result row per hit)."""
+    sub = ("(SELECT group_concat(rowid) FROM (SELECT rowid FROM memory_fts "
+           "WHERE memory_fts MATCH ? AND rowid > ? LIMIT ?))")
+    binds: list[Any] = []
+    for term, min_rowid in groups:
+        binds += [ftsquery.quote_term(term), min_rowid, limit]
+    lists = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(groups)),
+                                       binds).fetchone()
+    return {group: array("q", map(int, text.split(",")) if text else ())
+            for group, text in zip(groups, lists, strict=True)}
+
+
+def rows_by_seq(conn: sqlite3.Connection, columns: str,
+                seqs: list[int]) -> list[tuple[Any, ...]]:
+    """`columns` of the memory_records rows whose seq is one of `seqs`, in one statement."""
+    return plain_cursor(conn).execute(
+        f"SELECT {columns} FROM memory_records WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(seqs),)).fetchall()
 
 
 # --- upkeep ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import sqlite3
 from collections import defaultdict
 from typing import Any
 
-from minionsd import records
+from minionsd import fts, records
 from minionsd.fts import BM25_WEIGHTS, index_stats, plain_cursor, stems
 from minionsd.ftsquery import match_expression
 from minionsd.retrieval import eligibility, planner, scoring
@@ -107,7 +107,7 @@ def _full_rows(conn: sqlite3.Connection, index: RecallIndex, token: int,
     """Decoded records by seq (shared dicts from the view's cache: do not change them)."""
     found, missing = index.view.cached("rows", seqs)
     if missing:
-        rows = index.by_seq(conn, f"seq, {_ROW_SQL}", missing)
+        rows = fts.rows_by_seq(conn, f"seq, {_ROW_SQL}", missing)
         fetched = {row[0]: _decode(row[1:]) for row in rows}
         index.view.remember("rows", fetched, token, _row_bytes)
         found |= fetched

@@ -15,12 +15,10 @@ It holds:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
 
 from minionsd import fts
 from minionsd.retrieval import planner
@@ -87,11 +85,3 @@ class RecallIndex:
             with self._lock:
                 self.shared.clear()
         return self.shared
-
-    @staticmethod
-    def by_seq(conn: sqlite3.Connection, columns: str, seqs: list[int]) -> list[tuple[Any, ...]]:
-        """`columns` of the memory_records rows whose seq is one of `seqs`, in one statement."""
-        return fts.plain_cursor(conn).execute(
-            f"SELECT {columns} FROM memory_records WHERE seq IN (SELECT value FROM json_each(?))",
-            (json.dumps(seqs),)).fetchall()
-

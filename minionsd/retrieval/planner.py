@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from minionsd.fts import IndexStats, plain_cursor
-from minionsd.ftsquery import quote_term
+from minionsd import fts
+from minionsd.fts import IndexStats
 
 if TYPE_CHECKING:
     from minionsd.retrieval.index import RecallIndex
@@ -62,25 +61,14 @@ def count_dfs(conn: sqlite3.Connection, terms: Sequence[str],
               stats: IndexStats) -> dict[str, int]:
     """df of each term: exact up to RARE_BUDGET, above it estimated from the newest
     SAMPLE_ROWS rows."""
-    cur = plain_cursor(conn)
     cap = RARE_BUDGET + 1
     # One statement, one capped count per term: a common term costs no more than the cap.
-    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
-    binds: list[Any] = []
-    for term in terms:
-        binds += [quote_term(term), cap]
-    counts = cur.execute("SELECT " + ", ".join([sub] * len(terms)), binds).fetchone()
-    dfs = dict(zip(terms, counts, strict=True))
+    dfs = dict(zip(terms, fts.capped_counts(conn, terms, cap), strict=True))
     common = [t for t in terms if dfs[t] >= cap]
     if common:
         low = max(0, stats.max_rowid - SAMPLE_ROWS)
-        window = cur.execute("SELECT count(*) FROM memory_records WHERE seq > ?",
-                             (low,)).fetchone()[0]
-        sub = "(SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ? AND rowid > ?)"
-        binds = []
-        for term in common:
-            binds += [quote_term(term), low]
-        samples = cur.execute("SELECT " + ", ".join([sub] * len(common)), binds).fetchone()
+        window = fts.rows_after(conn, low)
+        samples = fts.capped_counts(conn, common, None, after=low)
         for term, hits in zip(common, samples, strict=True):
             estimate = round(hits * stats.rows / window) if window else cap
             dfs[term] = min(max(estimate, cap), max(stats.rows, cap))
@@ -125,7 +113,7 @@ def pool(conn: sqlite3.Connection, index: RecallIndex, token: int, plan: Plan,
     groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
     hits, missing = view.cached("hits", groups)
     if missing:
-        fetched = _hits(conn, missing)
+        fetched = fts.hit_lists(conn, missing, ROW_BUDGET)
         view.remember("hits", fetched, token, lambda hits: 64 + hits.itemsize * len(hits))
         hits |= fetched
     weights: dict[int, float] = {}
@@ -138,17 +126,3 @@ def pool(conn: sqlite3.Connection, index: RecallIndex, token: int, plan: Plan,
     # (weight, seq) pairs, largest first: by weight, then newest.
     ranked = sorted(zip(weights.values(), weights.keys(), strict=True), reverse=True)
     return view.recallable((seq for _w, seq in ranked), scopes, now_iso, size)
-
-
-def _hits(conn: sqlite3.Connection,
-          groups: list[tuple[str, int]]) -> dict[tuple[str, int], array[int]]:
-    """Rowids matching each (term, after rowid), at most ROW_BUDGET each, in one statement
-    (one comma-separated text per term: far fewer Python steps than a result row per hit)."""
-    sub = ("(SELECT group_concat(rowid) FROM (SELECT rowid FROM memory_fts "
-           f"WHERE memory_fts MATCH ? AND rowid > ? LIMIT {ROW_BUDGET}))")
-    binds: list[Any] = []
-    for term, min_rowid in groups:
-        binds += [quote_term(term), min_rowid]
-    lists = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(groups)), binds).fetchone()
-    return {group: array("q", map(int, text.split(",")) if text else ())
-            for group, text in zip(groups, lists, strict=True)}

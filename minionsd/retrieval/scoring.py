@@ -105,7 +105,7 @@ def count_pool(conn: sqlite3.Connection, index: RecallIndex, token: int, pool: l
     found, missing = view.cached("counts", pool)
     if missing:
         parsed = {}
-        for seq, record_id, stored, title, body, aux in index.by_seq(
+        for seq, record_id, stored, title, body, aux in fts.rows_by_seq(
                 conn, "seq, id, term_counts, "
                 "CASE WHEN term_counts IS NULL THEN title END, "
                 "CASE WHEN term_counts IS NULL THEN body END, "
