@@ -39,7 +39,7 @@ class App:
     # What retrieval keeps between calls for this database (one per open Database).
     recall_index: RecallIndex | None = None
 
-    def now(self):  # noqa: ANN201 - a datetime
+    def now(self):
         return self.clock()
 
     @property

@@ -168,7 +168,7 @@ class Daemon:
                 await asyncio.wait_for(component.stop(), remaining)
             except TimeoutError:
                 log.error("daemon.stop_timeout", component=name)
-            except Exception as exc:  # noqa: BLE001 - one bad stop must not skip the others
+            except Exception as exc:
                 log.error("daemon.stop_failed", component=name, error=repr(exc)[:300])
             else:
                 log.info("daemon.component_stopped", component=name)

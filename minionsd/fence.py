@@ -12,10 +12,8 @@ team notes, notebooks) goes through :func:`fence`. Pure functions with three gua
   minionsd/confusables.py). Such an attempt has its opening bracket replaced by ``[<]``.
 * The source attribute holds no quotes, angle brackets, backslashes, ampersands or control
   characters and is at most 200 characters, so it cannot end the attribute or the tag.
-* Cuts never split a character (minionsd/textcut.py does the cutting).
-
-Text that does not imitate the fence passes byte for byte (``a < b``, ``<div>``,
-``&lt;br&gt;``): a match needs the fence name right after the bracket.
+* Cuts never split a character (minionsd/textcut.py). Text that does not imitate the fence
+  passes byte for byte (``a < b``, ``<div>``): a match needs the fence name after a bracket.
 """
 
 from __future__ import annotations
@@ -57,9 +55,12 @@ _START_RE = re.compile("[" + re.escape(_START_CHARS) + "]")
 
 # Mirrors html.unescape's tokeniser so that whatever it would decode, we decode too.
 _CHARREF_RE = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
-# Escapes a reader may decode in their head: %75, \\u0075, \\x75 for "u" (and %3C for "<").
-_ESCAPED_CHAR_RE = re.compile(r"%([0-9a-f]{2})|\\u([0-9a-f]{4})|\\x([0-9a-f]{2})",
-                              re.IGNORECASE)
+# Escapes a reader may decode in their head: %75, \\u0075, \\u{75}, \\x75 for "u" (and %3C
+# for "<"); %253C is %3C encoded once more, and is decoded twice like &amp;lt;.
+_ESCAPED_CHAR_RE = re.compile(
+    r"%([0-9a-f]{2})|\\u([0-9a-f]{4})|\\u\{0{0,4}([0-9a-f]{1,6})\}|\\x([0-9a-f]{2})",
+    re.IGNORECASE)
+_REDECODED = ("&", "%")  # what a second decoding pass starts from
 _ENTITY_LOOKAHEAD = 40
 
 _WS_RE = re.compile(r"\s+")
@@ -121,11 +122,11 @@ def _decoded_chars(text: str, start: int) -> Iterator[tuple[str, int, int]]:
             if used:
                 span_end = window[used - 1][2]
                 del pending[:used]
-                # "&amp;lt;" reads as "<" to anyone who decodes twice; keep decoding.
+                # "&amp;lt;" and "%253C" read as "<" to anyone who decodes twice; keep decoding.
                 for _ in range(4):
-                    if decoded != "&":
+                    if decoded not in _REDECODED:
                         break
-                    window = [("&", span_start, span_end), *pull(_ENTITY_LOOKAHEAD - 1)]
+                    window = [(decoded, span_start, span_end), *pull(_ENTITY_LOOKAHEAD - 1)]
                     more, used_more = _decode_at(window)
                     if used_more <= 1:
                         break
@@ -151,7 +152,7 @@ def _decode_str(s: str) -> tuple[str, int]:
     m = _ESCAPED_CHAR_RE.match(s)
     if m:
         code = int(next(group for group in m.groups() if group is not None), 16)
-        if 0xD800 <= code <= 0xDFFF:  # a lone surrogate reads as nothing
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:  # a lone surrogate reads as nothing
             return "", 0
         return chr(code), m.end()
     m = _CHARREF_RE.match(s)
@@ -215,9 +216,9 @@ def _no_tag_can_start(text: str, start: int) -> bool:
         if not used:
             return True  # the character stands for itself, and it is not a bracket
         for _ in range(4):
-            if decoded != "&":
+            if decoded not in _REDECODED:
                 break
-            more, used_more = _decode_str("&" + window[used : used + _ENTITY_LOOKAHEAD - 1])
+            more, used_more = _decode_str(decoded + window[used : used + _ENTITY_LOOKAHEAD - 1])
             if used_more <= 1:
                 break
             used += used_more - 1

@@ -34,7 +34,7 @@ def ask(app: App, system: str, prompt: str, purpose: str) -> str | None:
             message = client.messages.create(
                 model=cfg["llm.model"], max_tokens=MAX_TOKENS, system=system,
                 messages=[{"role": "user", "content": prompt}])
-    except Exception as exc:  # noqa: BLE001 - callers keep their conservative default
+    except Exception as exc:
         log.warning("llm.call_failed", purpose=purpose, error=type(exc).__name__,
                     detail=str(exc)[:300])
         app.note_event("llm_failure", purpose=purpose, reason=failure_reason(exc))

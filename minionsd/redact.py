@@ -108,8 +108,9 @@ PATTERNS: tuple[Pattern, ...] = (
         "webhook_url",
         "Discord or Microsoft Teams webhook URL (the URL is the credential)",
         r"https://(?:(?:canary\.|ptb\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/"
-        r"[A-Za-z0-9_-]{20,}|[A-Za-z0-9-]{1,63}\.webhook\.office\.com/webhookb2/[^\s\"'<>]{20,})",
-        needles=("/api/webhooks/", "webhook.office.com"),
+        r"[A-Za-z0-9_-]{20,}|(?:[A-Za-z0-9-]{1,63}\.webhook\.office\.com/webhookb2"
+        r"|outlook\.office(?:365)?\.com/webhook)/[^\s\"'<>]{20,})",
+        needles=("/api/webhooks/", "webhook.office.com", "outlook.office"),
     ),
     *_TOKEN_PATTERNS,
     _p(
@@ -159,6 +160,13 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("access", "secret", "session"),
+    ),
+    _p(
+        "aws_secret_key_csv",
+        "AWS secret access key in the credentials CSV the console hands out (the 40 characters "
+        "after the access key id and a comma or tab)",
+        r"(?<=\[REDACTED:aws_access_key_id\][,\t])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+        needles=("aws_access_key_id",),
     ),
     _p(
         "jwt",
@@ -252,6 +260,16 @@ PATTERNS: tuple[Pattern, ...] = (
         needles=("<", 'key="'),
     ),
     _p(
+        "pgpass_password",
+        "password field of a .pgpass line (host:port:database:user:password)",
+        # database and user each hold a letter or `*`, so times and addresses (10:15:30:45:60) stay
+        r"(?m)(?P<head>^[A-Za-z0-9.*_-]{1,253}:(?:[0-9]{1,5}|\*)"
+        r":(?=[^:\s]{0,62}[A-Za-z*_])[^:\s]{1,63}:(?=[^:\s]{0,62}[A-Za-z*_])[^:\s]{1,63}:)"
+        + g.NOT_MARKER + r"(?![*]$)\S+$",
+        "\\g<head>{marker}",
+        needles=(":",),
+    ),
+    _p(
         "putty_private_key",
         "private half of a PuTTY .ppk key (the Private-Lines block)",
         r"(?P<head>Private-Lines:[ \t]*[0-9]{1,3}\r?\n)(?:[A-Za-z0-9+/=]{1,128}(?:\r?\n|\Z)){1,64}",
@@ -266,6 +284,17 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("pass", "pwd", "psk"),
+    ),
+    _p(
+        "password_in_prose",
+        "password written out in a sentence (`the admin password is Xk2...`): one word of 8 or "
+        "more characters with a digit, a lower-case and an upper-case letter",
+        r"(?P<head>\bpass(?:word|phrase|wd)[ \t]+(?:is|was|now|=)[ \t]+(?:now[ \t]+)?[\"'`]?)"
+        + g.NOT_MARKER + r"(?=\S{0,200}[0-9])(?-i:(?=\S{0,200}[a-z])(?=\S{0,200}[A-Z]))"
+        r"[^\s\"'`,;]{8,}(?<![.!?])",
+        "\\g<head>{marker}",
+        re.IGNORECASE,
+        needles=("pass",),
     ),
     _p(
         "secret",

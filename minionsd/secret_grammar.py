@@ -43,20 +43,21 @@ SECRET_KEYS = endings(
     "credentials", "auth key", "signing key", "encryption key", "app key", "application key",
     "master key", "client key", "account key", "subscription key", "license key", "sas key",
     "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key", "mnemonic",
-    "seed phrase", "authtoken",
+    "seed phrase", "authtoken", "_pat",
 )
-# Between key and value: an optional closing quote of a JSON/YAML key, then =, :, := or =>,
-# horizontal space only (an empty `password=` never swallows the next line).
-ASSIGN = r"[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+# Between key and value: an optional closing quote of a JSON/YAML key (and `]` of a subscript,
+# `app.config['SECRET_KEY'] = ...`), then =, :, := or =>, horizontal space only (an empty
+# `password=` never swallows the next line).
+ASSIGN = r"(?P<closer>[\"']\]?|\])?[ \t]*(?::=|=>|=|:)[ \t]*"
 # Where a bare value ends.
 BARE_END = r"(?=[\s\"'`&,;<>)\]}]|$)"
 # What is not a literal secret, even after a secret-named key:
 #   a reference ($VAR, ${VAR}, $(cmd), %VAR%, {{ template }}), a placeholder (<your-token>,
-#   xxxx, ****, ...), and - unquoted only - code: a call or subscript (os.environ[...],
-#   getenv(...)), a dotted name (settings.API_TOKEN), a CONSTANT_NAME, a type annotation
-#   (password: str, token: Optional[str]), or the `=` of a comparison.
+#   xxxx, ****, ..., your_api_key_here), and - unquoted only - code: a call or subscript
+#   (os.environ[...], getenv(...)), a dotted name (settings.API_TOKEN), a CONSTANT_NAME, a type
+#   annotation (password: str, token: Optional[str]), or the `=` of a comparison.
 REFERENCE = r"(?:\$|%[A-Za-z_]\w{0,60}%|\{\{|<[^<>\n]{1,60}>)"
-PLACEHOLDER = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|…)"
+PLACEHOLDER = r"(?:x{3,}|X{3,}|\*{3,}|\.{3,}|…|(?i:your)[_-][A-Za-z0-9_-]{1,40})"
 # The same, for a URL's password: `user:password@`, `user:$PASS@`, `user:<pw>@` are examples.
 URL_PLACEHOLDER = (
     r"(?!(?:\$\{?\w{1,60}\}?|<[^<>@\s]{1,60}>|x{3,}|X{3,}|\*{3,}|(?i:password|passwd|pass|pw|secret))@)"
@@ -71,13 +72,18 @@ CODE = (
 )
 # A quoted "value" that starts with `)`, `,` ... is the end of a string holding the key
 # (`input('Password: ')`), not a value.
-NOT_LITERAL_QUOTED = rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|[)\]}},;])"
+# The request modes of fetch()'s `credentials` option ("include", "same-origin", "omit") are
+# words of an API, not secrets.
+FETCH_MODE = r"(?:include|same-origin|omit)"
+NOT_LITERAL_QUOTED = (
+    rf"(?!{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}[\"']|{FETCH_MODE}[\"']|[)\]}},;])"
+)
 # After a colon, a lower-case word followed by another is prose ("the API token: see the
 # vault"), not a YAML value.
 PROSE = r"(?:(?<=:)|(?<=:[ \t]))(?-i:[a-z]{1,12}[ \t]+\w)"
 _NOT_LITERAL = (
     rf"{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
-    r"|(?:null|none|true|false|nil|undefined)\b"
+    r"|(?:null|none|true|false|nil|undefined)\b" + rf"|{FETCH_MODE}\b"
     r"|[{\[]|![A-Za-z]"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
 )
 NOT_LITERAL_BARE = rf"(?!{_NOT_LITERAL}|{PROSE})"
@@ -88,7 +94,11 @@ _QUOTED = (
     r"(?P<dq>\")" + NOT_LITERAL_QUOTED + r"(?:[^\"\\\n]|\\.)+\"?"
     r"|(?P<sq>')" + NOT_LITERAL_QUOTED + r"[^'\n]+'?"
 )
-VALUE = rf"(?:{_QUOTED}|{NOT_LITERAL_BARE}{_WORD})"
+# After a quoted or subscripted key (code: `"token": token`, `env["API_KEY"] = api_key`), an
+# unquoted lower-case name without digits is a variable, not a key (`SECRET=topsecret` in an
+# env file is still a value).
+IDENTIFIER = r"(?-i:[a-z_]{1,40})" + BARE_END
+VALUE = rf"(?:{_QUOTED}|{NOT_LITERAL_BARE}(?(closer)(?!{IDENTIFIER})){_WORD})"
 # A password after a colon is a YAML plain scalar: it runs to the end of the line (before a
 # ` #` comment), so `passphrase: correct horse battery staple` goes whole. No prose rule here.
 PASSWORD_VALUE = (

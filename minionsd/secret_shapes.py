@@ -168,4 +168,9 @@ TOKENS: tuple[tuple[str, str, str], ...] = (
      r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"),
     ("groq_key", "Groq API key (gsk_ + 52)", r"gsk_[A-Za-z0-9]{48,}"),
     ("xai_key", "xAI API key (xai- + 70 or more)", r"xai-[A-Za-z0-9]{70,}"),
+    ("brevo_key", "Brevo (Sendinblue) API key (xkeysib- + 64 hex + - + 16)",
+     r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}" + _END),
+    ("figma_token", "Figma personal access token (figd_ + 40 or more)", r"figd_[A-Za-z0-9_-]{38,}"),
+    ("tailscale_key", "Tailscale auth or API key (tskey-auth-, tskey-api-, tskey-client-, ...)",
+     r"tskey-[a-z]{3,10}-[A-Za-z0-9]{6,20}-[A-Za-z0-9]{20,}"),
 )

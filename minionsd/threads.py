@@ -32,7 +32,7 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
     def target() -> None:
         try:
             result = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+        except BaseException as exc:
             hand_back(future.set_exception, exc)
         else:
             hand_back(future.set_result, result)

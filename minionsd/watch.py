@@ -30,7 +30,7 @@ class _Hint(FileSystemEventHandler):
         try:
             if event.event_type in ("created", "modified", "closed", "moved"):
                 self.loop.call_soon_threadsafe(self.poke)
-        except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
+        except Exception:
             pass
 
 

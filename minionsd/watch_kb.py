@@ -42,7 +42,7 @@ class _Touched(FileSystemEventHandler):
             for raw in (event.src_path, getattr(event, "dest_path", "")):
                 if raw:
                     self.watcher.touched(Path(str(raw)))
-        except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
+        except Exception:
             pass
 
 
@@ -97,7 +97,7 @@ class KnowledgeWatcher:
             try:
                 outcome = await run_in_daemon_thread(kb_sweep.sync_kb_file, self.app, path,
                                                      self.app.now(), name="kb-watch")
-            except Exception:  # noqa: BLE001 - one bad file must not stop the watcher
+            except Exception:
                 log.exception("kb_watch.sync_failed", path=self.app.home.rel(path))
                 continue
             self.synced += 1

@@ -207,7 +207,7 @@ class Vocabulary:
                  "src/cache/retry_policy.py", "tests/auth/test_token_refresh.py"}
         while len(paths) < 420:
             depth = rng.choice((1, 1, 2))
-            parts = [rng.choice(_TOP_DIRS)] + rng.sample(_SUB_DIRS, depth)
+            parts = [rng.choice(_TOP_DIRS), *rng.sample(_SUB_DIRS, depth)]
             stem = rng.choice(_STEMS)
             ext = ".tsx" if stem[0].isupper() and rng.random() < 0.6 else rng.choice(_EXTS)
             if stem == "Dockerfile":

@@ -33,11 +33,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_data  # noqa: E402
+import bench_data
 
-from minionsd import records  # noqa: E402
-from minionsd.config import defaults  # noqa: E402
-from minionsd.db import connect, migrate  # noqa: E402
+from minionsd import records
+from minionsd.config import defaults
+from minionsd.db import connect, migrate
 
 SEED = 7
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

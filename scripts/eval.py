@@ -6,11 +6,11 @@
     .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
     .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
 
-It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/conftest.py,
-which is why it is imported from a script; it needs pytest, which the dev venv has), adds every
-record of the set through the socket with `memory.add` (keeping its created_at), applies the
-lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks `memory.retrieve`
-for each task with its project and agent. Asserts nothing; prints, per difficulty and overall:
+It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/harness.py),
+adds every record of the set through the socket with `memory.add` (keeping its created_at),
+applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks
+`memory.retrieve` for each task with its project and agent. Asserts nothing; prints, per
+difficulty and overall:
 
 * recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
   any member of it finds it);
@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO / "tests" / "eval"))
 
 from build_set import eligible  # noqa: E402
 
-from tests.conftest import DaemonProcess  # noqa: E402
+from tests.harness import DaemonProcess  # noqa: E402
 
 SET_PATH = REPO / "tests" / "eval" / "set.json"
 TOP_K = 8

@@ -18,10 +18,11 @@ groups the data keeps apart are joined on purpose (EXTRA_PROTOTYPES below): the 
 whose prototype is an ornament (`〈` `⟨` go to `❬`), the long dashes (`—` goes to `ー`), and
 the Greek and Cyrillic letters whose prototype is a small capital or a barred letter (`т` and
 `τ` go to `ᴛ`, `ε` to `ꞓ`). EXTRA_CHARS adds the few characters the data has no entry for that
-the fence folded before the table existed. The runtime first applies NFKD per character and
-drops marks and other invisible characters, so keys are stored in that form; OPEN and CLOSE
-list every code point (all of Unicode, as this Python's unicodedata knows it) whose form
-starts with a character that reads as a bracket.
+the fence folded before the table existed, and extra_letters() the tag letters with a stroke,
+bar or hook and the enclosed capitals that have no decomposition. The runtime first applies
+NFKD per character and drops marks and other invisible characters, so keys are stored in that
+form; OPEN and CLOSE list every code point (all of Unicode, as this Python's unicodedata
+knows it) whose form starts with a character that reads as a bracket.
 """
 
 from __future__ import annotations
@@ -51,7 +52,38 @@ EXTRA_CHARS = {
     "\u226f": ">", "\u22d7": ">", "\u27eb": ">", "\u2771": ">", "\u29d9": ">", "\u29fd": ">",
     "_": "-", ".": "-",  # UNTRUSTED_INPUT and UNTRUSTED.INPUT read as the tag name
     "\u0274": "n", "\u0280": "r", "\u1d07": "e", "\u1d05": "d", "\u1d18": "p",  # small caps
+    "\ua646": "i",  # CYRILLIC CAPITAL LETTER IOTA (its small form is in the data)
 }
+# Letters the data has no entry for and NFKD does not take apart, that a reader still takes for
+# a letter of the tag (see extra_letters).
+_DECORATED_RE = re.compile(r"LATIN (?:CAPITAL|SMALL) LETTER ([A-Z])(?: WITH .+| BAR)")
+_LATIN_BLOCKS = ((0x0180, 0x02B0), (0x1D00, 0x1DC0), (0x1E00, 0x1F00), (0x2C60, 0x2C80),
+                 (0xA720, 0xA800), (0xAB30, 0xAB70), (0x10780, 0x107C0), (0x1DF00, 0x1E000))
+_ENCLOSED_CAPITALS = (0x1F150, 0x1F170, 0x1F1E6)  # negative circled, negative squared, regional
+
+
+def extra_letters() -> dict[str, str]:
+    """Look-alikes outside the data: a tag letter with a stroke, bar, hook or tail that NFKD
+    keeps whole (`Ʉ`, `ɨ`, `ŧ`, `đ`), and the enclosed capitals without a decomposition
+    (negative circled 🅤, negative squared 🆄, regional indicators 🇺)."""
+    found: dict[str, str] = {}
+    for lo, hi in _LATIN_BLOCKS:
+        for cp in range(lo, hi):
+            m = _DECORATED_RE.fullmatch(unicodedata.name(chr(cp), ""))
+            if (m and m.group(1).lower() in LETTERS
+                    and unicodedata.normalize("NFKD", chr(cp)) == chr(cp)):
+                found[chr(cp)] = m.group(1).lower()
+    for cp in (0x0110, 0x0111, 0x0126, 0x0127, 0x0166, 0x0167):  # Latin Extended-A: Đ đ Ħ ħ Ŧ ŧ
+        m = _DECORATED_RE.fullmatch(unicodedata.name(chr(cp)))
+        if m and m.group(1).lower() in LETTERS:
+            found[chr(cp)] = m.group(1).lower()
+    for start in _ENCLOSED_CAPITALS:
+        for i, letter in enumerate("abcdefghijklmnopqrstuvwxyz"):
+            if letter in LETTERS:
+                found[chr(start + i)] = letter
+    return found
+
+
 _LINE_RE = re.compile(r"^\s*([0-9A-F]+)\s*;\s*([0-9A-F ]+?)\s*;")
 
 
@@ -96,7 +128,7 @@ def build(table: dict[str, str]) -> dict[str, str]:
         if reader.get(key, target) != target:
             raise SystemExit(f"conflict for U+{ord(key):04X}: {reader[key]!r} / {target!r}")
         reader[key] = target
-    for ch, target in EXTRA_CHARS.items():
+    for ch, target in {**EXTRA_CHARS, **extra_letters()}.items():
         reader.setdefault(ch, target)
     return reader
 
@@ -135,7 +167,7 @@ def _wrapped(name: str, chars: str) -> list[str]:
             line = ""
         line += piece
     lines.append(f'    "{line}"')
-    return [f"{name} = ("] + lines + [")"]
+    return [f"{name} = (", *lines, ")"]
 
 
 def render(reader: dict[str, str], source: Path, header: str) -> str:

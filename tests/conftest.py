@@ -1,38 +1,23 @@
 """Shared fixtures: temp homes with short paths (sockets have a 107-byte limit) and a real
-daemon process started on them."""
+daemon process started on them (tests/harness.py's DaemonProcess, re-exported here with REPO
+and wait_for)."""
 
 from __future__ import annotations
 
 import gc
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from minionsd.client import Client, DaemonUnavailable
+from tests.harness import REPO, DaemonProcess, wait_for
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02,
-             what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(interval)
+__all__ = ["REPO", "DaemonProcess", "wait_for"]
 
 
 @pytest.fixture
@@ -42,80 +27,6 @@ def short_home() -> Iterator[Path]:
         yield root / "home"
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-class DaemonProcess:
-    """A real minionsd subprocess on a temp home."""
-
-    def __init__(self, home: Path, env: dict[str, str] | None = None,
-                 args: list[str] | None = None) -> None:
-        self.home = home
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("MINIONS_", "ANTHROPIC_", "NOTIFY_", "WATCHDOG_"))}
-        self.env.update(env or {})
-        self.args = args or []
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = home.parent / f"daemon-{id(self)}.log"
-
-    @property
-    def socket(self) -> Path:
-        return self.home / "engine" / "minionsd.sock"
-
-    def spawn(self) -> subprocess.Popen[bytes]:
-        self.home.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "minionsd.daemon", "--home", str(self.home),
-             "--log-format", "json", *self.args],
-            stdout=log, stderr=log, env=self.env, cwd=REPO,
-        )
-        log.close()
-        return self.proc
-
-    def start(self) -> DaemonProcess:
-        self.spawn()
-        wait_for(self._answers, timeout=20, what=f"daemon on {self.socket}\n{self.log()}")
-        return self
-
-    def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{self.log()}")
-        try:
-            with Client(self.socket, timeout=5) as client:
-                client.call("status")
-            return True
-        except (DaemonUnavailable, ConnectionError, OSError):
-            return False
-
-    def client(self, timeout: float = 30) -> Client:
-        return Client(self.socket, timeout=timeout).connect()
-
-    def call(self, method: str, **params: Any) -> Any:
-        with self.client() as client:
-            return client.call(method, params)
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-6000:]
-        except OSError:
-            return ""
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"daemon ignored signal {sig}:\n{self.log()}") from None
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # --- leak check: every test must leave no thread running and no file descriptor open -------

@@ -97,7 +97,7 @@ def _error(status: int, kind: str, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
     def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
@@ -121,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         wanted = self.server.state.api_key
         return bool(given) and (wanted is None or given == wanted)
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         state = self.server.state
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:

@@ -1,7 +1,7 @@
 """Agent integrations: the MCP server (`minionsctl mcp`), Claude Code hooks (`minionsctl hook`)
 and the configuration writer (`minionsctl connect`).
 
-Nothing here is imported by the daemon or by the other minionsctl commands; cli.py imports
+Nothing here is imported by the daemon or by the other minionsctl commands; minionsd/cli/ imports
 these modules inside the command functions that need them. Only `mcp_server` imports the
 `mcp` SDK.
 """

@@ -118,16 +118,21 @@ def run_get(session: Session, args: dict[str, Any]) -> Result:
     record = session.call("memory.get", {"id": args["id"]})
     meta = [f"{record['id']}  [{record['status']}] {record['type']} {record['scope']} "
             f"trust={record['trust']}{' pinned' if record.get('pinned') else ''}",
-            f"source: {record['source']}",
             f"created: {record['created_at']}  updated: {record['updated_at']}"]
-    for key in ("superseded_by", "expires_at", "retracted_reason"):
+    for key in ("superseded_by", "expires_at"):
         if record.get(key):
             meta.append(f"{key}: {record[key]}")
+    # Free text someone wrote (a source string, a retraction reason given through
+    # memory_retract by any agent) is evidence like the body: inside the fence.
+    written = [f"source: {record['source']}"]
+    if record.get("retracted_reason"):
+        written.append(f"retracted_reason: {record['retracted_reason']}")
     body, title = record["body"], record.get("title")
     first = body.strip().splitlines()[0] if body.strip() else ""
     if title and title not in first:  # most bodies open with their title as a heading
         body = f"Title: {title}\n\n{body}"
-    return "\n".join(meta) + "\n\n" + fence(body, f"memory-record:{record['id']}"), record
+    fenced = fence("\n".join(written) + "\n\n" + body, f"memory-record:{record['id']}")
+    return "\n".join(meta) + "\n\n" + fenced, record
 
 
 def run_note(session: Session, args: dict[str, Any]) -> Result:
@@ -218,8 +223,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_get", "Read a memory record",
         "Read one memory record in full by its id (`M-...`, as memory_search, memory_context "
-        "or a Relevant Memory item shows it). Returns its status, type, scope, trust, source "
-        "and dates, and its body fenced as untrusted evidence.",
+        "or a Relevant Memory item shows it). Returns its status, type, scope, trust and "
+        "dates, and its source, retraction reason and body fenced as untrusted evidence.",
         _object({"id": dict(_STR, description="The record id, e.g. M-1a2b3c.")}, ["id"]),
         _READ, run_get),
     ToolSpec(

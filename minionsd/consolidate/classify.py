@@ -16,6 +16,7 @@ from typing import Any
 from minionsd.consolidate import gist
 from minionsd.fileio import fit_name
 from minionsd.markdown import check_note_types, parse_note, render_note, safe_slug, slugify
+from minionsd.redact import redact
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
 TITLE_SLUG_MAX = 50
@@ -23,6 +24,7 @@ AUTHOR_SLUG_MAX = 64
 _OWN_KEYS = ("source", "agent", "category", "date")
 # The `-<8 hex>` tag and `-<YYYY-MM-DD>` stamp that end minionsd's inbox names.
 _STEM_STAMP_RE = re.compile(r"(?:-[0-9a-f]{8})?-\d{4}-\d{2}-\d{2}(?:-\d+)?$")
+_MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
 _DATED_NAME_RE = re.compile(r"^(?P<stem>.+)-(?P<date>\d{4}-\d{2}-\d{2})(?P<n>-\d+)?\.md$")
 
 _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -117,13 +119,31 @@ def render_entry(
     return render_note(_merged_meta(meta, own, extra), body)
 
 
+def redacted_name(name: str) -> str:
+    """An inbox file name with its secrets redacted, still a plain file name: a token in it
+    becomes `redacted-<kind>` (`dallas-ghp_….md` -> `dallas-redacted-github_token.md`)."""
+    text = redact(name)
+    # In prose a token glued to a longer word is not one; in a file name words are joined by
+    # dashes (`dallas-ghp_….md`), so each part after a dash is tried on its own too.
+    dash = text.find("-")
+    while dash != -1:
+        tail = text[dash + 1:]
+        cleaned = redact(tail)
+        if cleaned != tail:
+            text = text[:dash + 1] + cleaned
+        dash = text.find("-", dash + 1)
+    return _MARKER_RE.sub(r"redacted-\1", text)
+
+
 def archive_name(date: str, name: str) -> str:
     """Archive file name for a processed inbox note, before collision handling.
 
     `<date>-<name>`; a name that already ends with the same date (`alice-x-2026-12-01.md`,
     or `…-2026-12-01-2.md`) does not repeat it: `2026-12-01-alice-x.md`. Cut to fit the file
-    system when the inbox name was already near its limit.
+    system when the inbox name was already near its limit. The name is redacted first
+    (:func:`redacted_name`): the archive path is every record's and KB entry's source.
     """
+    name = redacted_name(name)
     match = _DATED_NAME_RE.match(name)
     if match and match.group("date") == date:
         name = f"{match.group('stem')}{match.group('n') or ''}.md"

@@ -66,10 +66,15 @@ def has_notebook(author: str, agents_config: Mapping[str, Mapping[str, Any]]) ->
     return author in agents_config and not is_temporary(author, agents_config)
 
 
-def author_trust(author: str | None, human_authors: Iterable[str]) -> str:
-    """The trust a record written by `author` gets: `system`, `human` or `agent`."""
+def author_trust(author: str | None, human_authors: Iterable[str], *,
+                 daemon_wrote: bool = False) -> str:
+    """The trust a record written by `author` gets: `system`, `human` or `agent`.
+
+    `engine` is `system` only for a note the daemon wrote itself (`daemon_wrote`): anyone can
+    put `author: engine` in a file they drop into the inbox.
+    """
     if author == ENGINE:
-        return "system"
+        return "system" if daemon_wrote else "agent"
     if author and author in frozenset(human_authors):
         return "human"
     return "agent"

@@ -10,6 +10,7 @@ All functions are pure: the caller owns reading, locking and writing the file.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -93,7 +94,7 @@ def split_entries(text: str) -> tuple[str, list[str]]:
     if not starts:
         return text, []
     bounds = [*starts, len(text)]
-    return text[: starts[0]], [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return text[: starts[0]], [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def has_entry(text: str, entry_id: str) -> bool:

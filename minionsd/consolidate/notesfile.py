@@ -12,6 +12,7 @@ All functions are pure: the caller reads and writes the files under the notes lo
 
 from __future__ import annotations
 
+import itertools
 import re
 
 SEPARATOR = "\n\n---\n\n"
@@ -83,7 +84,7 @@ def split_sections(text: str) -> tuple[str, list[str]]:
     if not starts:
         return text, []
     bounds = [*starts, len(text)]
-    return text[: starts[0]], [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return text[: starts[0]], [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _size(text: str) -> int:

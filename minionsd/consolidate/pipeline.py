@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -25,29 +23,21 @@ from typing import Any
 
 import structlog
 
-from minionsd import records, submissions
+from minionsd import submissions
 from minionsd.app import App
 from minionsd.clock import date_stamp
-from minionsd.consolidate import gist, journal, notebooks, notesfile
+from minionsd.consolidate import journal, notebooks, notesfile
 from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
-from minionsd.consolidate.filing import Filing, safe_meta, strip_front_matter
-from minionsd.consolidate.identity import author_trust, has_notebook
+from minionsd.consolidate.filing import Filing, safe_meta
+from minionsd.consolidate.identity import has_notebook
+from minionsd.consolidate.recording import Recording, note_body, note_title, short
 from minionsd.consolidate.regex_digest import regex_digest
-from minionsd.consolidate.types import DigestNote
+from minionsd.consolidate.types import Abandoned, DigestNote
 from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.inbox import Inbox, InboxNote
-from minionsd.markdown import FrontMatterError, parse_note
 from minionsd.redact import redact
 
 log = structlog.get_logger()
-
-DEFAULT_IMPORTANCE = 0.5
-_PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
-
-
-class Abandoned(Exception):
-    """Shutdown asked the batch to stop; the journal keeps it open for the next start."""
-
 
 @dataclass
 class BatchResult:
@@ -77,10 +67,6 @@ class InboxState:
         return [n for n in self.notes if self.is_eligible(n)]
 
 
-def mentioned_paths(text: str, limit: int = 50) -> list[str]:
-    return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
-
-
 class Pipeline:
     """Runs batches synchronously (call from a worker thread)."""
 
@@ -96,6 +82,7 @@ class Pipeline:
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
         self.filing = Filing(app, self._step)
+        self.recording = Recording(app, inbox, self._step)
 
     def abandon(self) -> None:
         self._abandon.set()
@@ -191,7 +178,7 @@ class Pipeline:
                 raise
             except Exception as exc:
                 log.exception("consolidation.resume_failed", batch=batch_id,
-                              error=_short(exc))
+                              error=short(exc))
         return result
 
     def _journal(self, batch: list[InboxNote]) -> str:
@@ -236,7 +223,7 @@ class Pipeline:
             self._append_digest(derived, digest)
             result.kb_entries = self.filing.write_kb_entries(derived)
             result.notebooks = self._append_notebooks(derived)
-            result.records_upserted = self._upsert_records(derived)
+            result.records_upserted = self.recording.upsert(derived)
         result.archived = self.filing.archive(batch)
         result.notes = len(result.archived)
         self._step("finish")
@@ -308,93 +295,13 @@ class Pipeline:
                 current = read_text(path)
                 if current is None or not notebooks.has_entry(current, entry_id):
                     entry = notebooks.render_entry(
-                        entry_id=entry_id, date=batch.date, title=_title(note),
-                        body=_body(note.content), source=Filing.archive_rel(batch, note),
+                        entry_id=entry_id, date=batch.date, title=note_title(note),
+                        body=note_body(note.content), source=Filing.archive_rel(batch, note),
                         meta=safe_meta(note.content))
                     self._step("notebook")
                     atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
             counts[note.author] = counts.get(note.author, 0) + 1
         return counts
-
-    def _upsert_records(self, batch: journal.Batch) -> int:
-        fields = [(note, self._record_fields(note, batch)) for note in batch.notes
-                  if not note.done]
-        self._step("sql")
-
-        def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
-            now = self.app.now()
-            inserted = 0
-            for note, values in fields:
-                record_id, created = records.upsert_by_hash(conn, values, note.content_hash,
-                                                            now)
-                journal.set_note(conn, batch.id, note.name, record_id=record_id)
-                inserted += 1 if created else 0
-            return inserted
-
-        try:
-            self.app.db.write_blocking(upsert_all, fields)
-            return len(fields)
-        except Exception as exc:
-            if _not_the_notes_fault(exc):
-                raise
-            log.warning("consolidation.records_retried_one_by_one", batch=batch.id,
-                        error=_short(exc))
-        stored = 0
-        for note, values in fields:
-            try:
-                self.app.db.write_blocking(upsert_all, [(note, values)])
-                stored += 1
-            except Exception as exc:
-                if _not_the_notes_fault(exc):
-                    raise
-                self._set_aside(batch, note, exc)
-        return stored
-
-    def _set_aside(self, batch: journal.Batch, note: journal.JournalNote,
-                   exc: BaseException) -> None:
-        """A note whose record cannot be stored: the batch goes on without that record (its
-        digest, KB entry, notebook entry and archived copy are written as for any note) and
-        the inbox file goes to the quarantine with the reason, for an operator to requeue."""
-        reason = (f"its memory record cannot be stored ({_short(exc)}); the note is archived "
-                  f"as {Filing.archive_rel(batch, note)}")
-        log.error("consolidation.note_set_aside", batch=batch.id, name=note.name,
-                  reason=reason)
-        # Only the file this batch read (by hash: `note` may be the redacted copy): a
-        # rewritten one is a new note, and a redo after a crash finds it gone.
-        current = read_text(self.app.home.inbox / note.name)
-        if current is not None and content_hash(current) == note.content_hash:
-            self.inbox.quarantine(note.name, reason)
-
-    def _record_fields(self, note: journal.JournalNote, batch: journal.Batch) -> dict[str, Any]:
-        meta = safe_meta(note.content)
-        body = _body(note.content)
-        project = meta.get("project") if isinstance(meta.get("project"), str) else None
-        trust = self._trust(note.author)
-        tags = meta.get("tags")
-        tags = [str(t) for t in tags] if isinstance(tags, list) else []
-        importance = meta.get("importance")
-        if isinstance(importance, bool) or not isinstance(importance, int | float) \
-                or not 0 <= importance <= 1:
-            importance = DEFAULT_IMPORTANCE
-        archive_rel = Filing.archive_rel(batch, note)
-        task = meta.get("task")
-        pr = meta.get("pr")
-        return {
-            "type": "semantic", "scope": f"project:{project}" if project else "global",
-            "trust": trust, "title": _title(note)[:500], "body": body or note.content,
-            "source": archive_rel, "author": note.author[:200], "project": project,
-            "agent": note.author if trust == "agent" else None,
-            "task": str(task)[:200] if task is not None else None,
-            "pr": str(pr)[:200] if pr is not None else None,
-            "paths": mentioned_paths(body), "tags": tags[:50],
-            "importance": float(importance), "confidence": 0.5,
-            "expires_at": None, "created_at": None,
-            "meta": {"inbox_name": note.name, "batch": batch.id,
-                     "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
-        }
-
-    def _trust(self, author: str) -> str:
-        return author_trust(author, self.app.human_authors())
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
         sample = batch.notes[0]
@@ -406,36 +313,10 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
-# SQLite result codes (low byte) that say the database or the disk failed, not the note.
-_ENVIRONMENT_CODES = {5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 26}  # BUSY .. CORRUPT, FULL, NOTADB
-
-
-def _not_the_notes_fault(exc: BaseException) -> bool:
-    """True for failures that would hit any note (disk full, I/O error, shutdown): those
-    keep the batch open for a later try instead of setting its notes aside."""
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, Abandoned | OSError | MemoryError):
-            return True
-        if type(cause) is RuntimeError:  # e.g. the database closed at shutdown
-            return True
-        if isinstance(cause, sqlite3.Error):
-            code = getattr(cause, "sqlite_errorcode", None)
-            return code is not None and code & 0xFF in _ENVIRONMENT_CODES
-        cause = cause.__cause__
-    return False
-
-
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _redacted(batch: journal.Batch) -> journal.Batch:
     """The batch with each note's content redacted (names, hashes and paths unchanged)."""
     notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
     return dataclasses.replace(batch, notes=notes)
-
 
 
 def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], frozenset[str]]:
@@ -444,15 +325,3 @@ def _inbox_reads(conn: Any, names: list[str]) -> tuple[set[str], set[str], froze
             submissions.submitted_among(conn, names))
 
 
-
-def _body(content: str) -> str:
-    try:
-        return parse_note(content)[1].strip()
-    except FrontMatterError:
-        return strip_front_matter(content).strip()
-
-
-
-def _title(note: journal.JournalNote) -> str:
-    """Front matter `title`, else the first heading, else the first sentence (gist.py)."""
-    return gist.note_title(note.content)

@@ -17,6 +17,7 @@ from minionsd import inbox as inbox_mod
 from minionsd import quarantine, submissions
 from minionsd.app import App
 from minionsd.consolidate import journal
+from minionsd.consolidate.identity import ENGINE
 from minionsd.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.fileio import atomic_write_text
@@ -189,6 +190,9 @@ class ConsolidationService:
         async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
                                project: Any = None, task: Any = None, pr: Any = None,
                                outcome: Any = None, hold: Any = False) -> dict[str, Any]:
+            if author == ENGINE:
+                raise InvalidParams(f"'author' {ENGINE!r} is reserved for the daemon's own "
+                                    "alerts", param="author")
             params = {"body": body, "author": author, "title": title, "kind": kind,
                       "project": project, "task": task, "pr": pr, "outcome": outcome,
                       "hold": hold}

@@ -34,3 +34,7 @@ def utf16_cut(text: str, limit: int) -> str:
     if units and 0xD800 <= int.from_bytes(units[-2:], "little") <= 0xDBFF:
         units = units[:-2]  # never keep half of a surrogate pair
     return units.decode("utf-16-le", "surrogatepass")
+
+
+class Abandoned(Exception):
+    """Shutdown asked the batch to stop; the journal keeps it open for the next start."""

@@ -41,7 +41,7 @@ class Stored:
     for it, bought 3.7% in the cycled count and nothing for fresh tasks: dropped.)
     """
 
-    __slots__ = ("id", "length", "text", "_counts")
+    __slots__ = ("_counts", "id", "length", "text")
 
     def __init__(self, record_id: str, length: int, text: str) -> None:
         self.id = record_id

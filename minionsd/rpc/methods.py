@@ -55,7 +55,7 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         await config_changed(key)
         return {"key": key, "value": updated.get(key), "applied": key not in RESTART_KEYS}
 
-    async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,  # noqa: A002
+    async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,
                          **optional: Any) -> dict[str, Any]:
         allowed = {"title", "author", "project", "agent", "task", "pr", "paths", "tags",
                    "importance", "confidence", "expires_at", "created_at", "meta"}
@@ -73,7 +73,7 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         record_id = await app.db.write(records.insert, fields, app.now())
         return {"id": record_id}
 
-    async def memory_get(id: Any) -> dict[str, Any]:  # noqa: A002
+    async def memory_get(id: Any) -> dict[str, Any]:
         try:
             return await app.db.read(records.fetch, id, app.now())
         except NotFound:
@@ -82,26 +82,28 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
                 raise
             raise purged from None
 
-    async def memory_search(query: Any, type: Any = None, scope: Any = None,  # noqa: A002
+    async def memory_search(query: Any, type: Any = None, scope: Any = None,
                             status: Any = None, project: Any = None, agent: Any = None,
                             limit: Any = 20) -> dict[str, Any]:
         params = {"query": query, "type": type, "scope": scope, "status": status,
                   "project": project, "agent": agent, "limit": limit}
         return await app.db.read(records.search, params, app.now())
 
-    async def memory_pin(id: Any) -> dict[str, Any]:  # noqa: A002
+    async def memory_pin(id: Any) -> dict[str, Any]:
         return await app.db.write(records.pin, _require_str(id, "id"), app.now())
 
-    async def memory_expire(id: Any) -> dict[str, Any]:  # noqa: A002
+    async def memory_expire(id: Any) -> dict[str, Any]:
         return await app.db.write(records.expire, _require_str(id, "id"), app.now())
 
-    async def memory_retract(id: Any, reason: Any) -> dict[str, Any]:  # noqa: A002
+    async def memory_retract(id: Any, reason: Any) -> dict[str, Any]:
+        if isinstance(reason, str):  # an agent tool writes it: redacted like a note
+            reason = redact(reason)
         return await app.db.write(records.retract, _require_str(id, "id"), reason, app.now())
 
-    async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:  # noqa: A002
+    async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:
         return await app.db.write(records.supersede, _require_str(id, "id"), by, app.now())
 
-    async def memory_purge(id: Any = None, reason: Any = None) -> dict[str, Any]:  # noqa: A002
+    async def memory_purge(id: Any = None, reason: Any = None) -> dict[str, Any]:
         return await purge.purge(app, id, reason)
 
     table: dict[str, Handler] = {

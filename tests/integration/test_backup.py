@@ -76,7 +76,7 @@ def test_backup_during_writes_then_restore(make_daemon, short_home):
                 while not stop.is_set():
                     acknowledged.append(add(client, f"continuous write number {n}"))
                     n += 1
-        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+        except BaseException as exc:
             failures.append(exc)
 
     thread = threading.Thread(target=writer, name="test-writer")
@@ -201,7 +201,7 @@ def test_restore_rejects_incomplete_and_corrupt_backups(short_home, tmp_path):
     partial = tmp_path / "partial"
     (partial / "engine").mkdir(parents=True)
     sqlite3.connect(partial / "engine" / "state.db").close()
-    with pytest.raises(InvalidParams, match="minionsd-backup.json"):
+    with pytest.raises(InvalidParams, match=r"minionsd-backup\.json"):
         restore.restore(partial, short_home)
     (partial / "minionsd-backup.json").write_text("{}")
     (partial / "engine" / "state.db").write_bytes(b"this is not a database" * 100)

@@ -95,7 +95,7 @@ def test_search_and_show(ctl, daemon):
     assert as_json(ctl("--json", "search", "retries", "--limit", "5"))["total"] == 1
     assert as_json(ctl("search", "nothing-like-this", "--json"))["total"] == 0
     shown = ok(ctl("show", record_id))
-    assert record_id in shown and "ECONNRESET" in shown and "title:   Token refresh" in shown
+    assert shown.startswith(f"{record_id}: Token refresh") and "ECONNRESET" in shown
     assert as_json(ctl("show", record_id, "--json"))["id"] == record_id
     ok(ctl("retract", record_id, "--reason", "obsolete"))
     assert as_json(ctl("search", "TokenRefresher", "--status", "retracted",
@@ -115,7 +115,7 @@ def test_kb_add_list_show(ctl):
     shown = ok(ctl("kb", "show", path))
     assert shown.startswith(f"{path}  [conventions]") and "four spaces" in shown
     assert as_json(ctl("--json", "kb", "show", path))["title"] == "Indentation"
-    assert ctl("kb", "add", "--category", "nonsense", "--title", "x", stdin="y").returncode == 1
+    assert ctl("kb", "add", "--category", "nonsense", "--title", "x", stdin="y").returncode == 2
 
 
 def test_pinned_show_set_append(ctl, tmp_path):
@@ -138,7 +138,7 @@ def test_config_get_and_set(ctl):
     assert as_json(ctl("config", "get", "--json"))["value"]["engine"][
         "memory_retrieval_top_k"] == 6
     ok(ctl("config", "set", "llm.model", "claude-test"))
-    assert ok(ctl("config", "get", "llm.model")).strip() == '"claude-test"'
+    assert ok(ctl("config", "get", "llm.model")).strip() == "claude-test"
     bad = ctl("config", "set", "engine.memory_retrieval_top_kk", "6")
     assert bad.returncode == 1 and "memory_retrieval_top_kk" in bad.stderr
     wrong_type = ctl("config", "set", "engine.memory_retrieval_top_k", "lots")
@@ -148,9 +148,10 @@ def test_config_get_and_set(ctl):
 def test_maintenance_and_consolidate_quiet_without_a_tty(ctl):
     # stderr is a pipe here, so no progress line may appear.
     result = ctl("maintenance", "expiry")
-    assert as_json(result)["job"] == "expiry" and result.stderr == ""
+    assert ok(result).startswith("expiry done at ") and result.stderr == ""
+    assert "0 records expired" in result.stdout
     result = ctl("consolidate", "--force")
-    assert ok(result).startswith("mode nothing") and result.stderr == ""
+    assert ok(result).startswith("nothing to consolidate") and result.stderr == ""
 
 
 def test_exit_codes(ctl, daemon, tmp_path):

@@ -175,6 +175,10 @@ def test_storm_keeps_minority(make_daemon, short_home):
     assert "kind: alert" in (inbox / alerts[0]).read_text()
     assert daemon.call("status")["consolidation"]["circuit_breaks"] == 1
     assert daemon.call("memory.search", query="same content")["total"] == 0
+    # The daemon's own alert, once consolidated, is a system-trust record.
+    daemon.call("consolidation.run", force=True)
+    found = daemon.call("memory.search", query="duplicate storm stopped")["records"]
+    assert [(r["author"], r["trust"]) for r in found] == [("engine", "system")]
 
 
 def test_submit_names_duplicates_and_findings(make_daemon, short_home):

@@ -212,7 +212,8 @@ def test_quarantine_is_counted_listed_and_requeued(quiet):
     shown = ctl(d.home, "inbox", "--quarantined")
     assert shown.returncode == 0 and "broken.md" in shown.stdout and "UTF-8" in shown.stdout
     # One line per file, even for a reason (a YAML error) that spans several lines.
-    assert sorted(line.split()[0] for line in shown.stdout.splitlines()) == \
+    rows = shown.stdout.split("\n\n", 1)[1].splitlines()[1:]  # under the table's header
+    assert sorted(line.split()[0] for line in rows) == \
         ["broken.md", "taken.md"]
 
     # Fixed in place, then requeued through the CLI.

@@ -121,7 +121,7 @@ def test_purge_deletes_for_good_and_names_the_files(leaked):
     state = _db_text(d.home)
     assert state["rows"] == 0 and state["journal"] == 0 and state["digests"] == 0
     assert not state["fts_data"] and not state["fts_idx"] and state["vocab"] == 0
-    assert [tuple(r[:2]) + (r[3],) for r in state["audit"]] == [
+    assert [(*tuple(r[:2]), r[3]) for r in state["audit"]] == [
         (d.leak_id, "leaked registry token", source)]
 
     # Still gone after a restart and a KB sweep (the KB file is still there, unedited).

@@ -29,7 +29,7 @@ def test_concurrent_writes_never_make_a_retrieval_fall_back_with_error(daemon):
                     client.call("memory.add", {
                         "body": f"quokka deploy flaky note {n}-{i}", "type": "semantic",
                         "scope": "global", "trust": "human", "source": f"test:{n}-{i}"})
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             failures.append(exc)
 
     def retrieve(n: int) -> None:
@@ -40,7 +40,7 @@ def test_concurrent_writes_never_make_a_retrieval_fall_back_with_error(daemon):
                     reply = client.call(method, {"task": TASK})
                     with lock:
                         results.append(reply.get("retrieval", reply))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             failures.append(exc)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]

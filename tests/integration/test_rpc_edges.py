@@ -138,7 +138,7 @@ def test_unserialisable_results_and_details_are_answered():
             for method in ("bad_result", "good", "bad_detail", "circular", "good"):
                 try:
                     outcomes.append(("ok", client.call(method)))
-                except Exception as exc:  # noqa: BLE001 - recorded for the asserts
+                except Exception as exc:
                     outcomes.append((type(exc).__name__, getattr(exc, "code", None),
                                      getattr(exc, "detail", None)))
             batch = b'[{"jsonrpc":"2.0","id":1,"method":"good"},' \

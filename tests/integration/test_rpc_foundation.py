@@ -187,7 +187,7 @@ def test_many_concurrent_clients(daemon):
                 for i in range(5):
                     add(client, f"concurrent note {n}-{i} about queue backpressure")
                     client.call("memory.search", {"query": "backpressure"})
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(40)]

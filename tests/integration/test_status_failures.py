@@ -28,14 +28,14 @@ def test_last_llm_failure_shows_in_status(make_daemon, short_home, fake_anthropi
     daemon = make_daemon(env={"ANTHROPIC_API_KEY": "test-key"})
     llm = daemon.call("status")["llm"]
     assert llm == {"configured": True, "last_failure": None, "last_ok_at": None}
-    assert "llm last failure" not in ctl_status(short_home)
+    assert "last failure" not in ctl_status(short_home)
     fake_anthropic.set_mode("error", status=529)
     daemon.call("inbox.submit", author="dallas", body="first note")
     assert daemon.call("consolidation.run", force=True)["mode"] == "regex"
     failure = daemon.call("status")["llm"]["last_failure"]
     assert failure["purpose"] == "digest" and "529" in failure["reason"] and failure["at"]
     line = next(x for x in ctl_status(short_home).splitlines()
-                if x.startswith("llm last failure:"))
+                if x.startswith("  last failure:"))
     assert "529" in line and "(digest)" in line
     fake_anthropic.set_mode("text", text="chatter without any heading, long enough to count")
     daemon.call("inbox.submit", author="dallas", body="second note")
@@ -61,7 +61,7 @@ def test_refused_config_reload_shows_in_status(make_daemon, short_home):
                        what="the refused reload in status")
     assert "inbox_consolidate_treshold" in failure["reason"]
     line = next(x for x in ctl_status(short_home).splitlines()
-                if x.startswith("config reload failed:"))
+                if x.startswith("  reload failed:"))
     assert "inbox_consolidate_treshold" in line
     config.write_text("[engine]\ninbox_settle_ms = 10\n")
     daemon.proc.send_signal(signal.SIGHUP)

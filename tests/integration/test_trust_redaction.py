@@ -54,8 +54,14 @@ def test_trust_follows_the_author_only(make_daemon, short_home):
          age_s=5)
     assert daemon.call("consolidation.run", force=True)["notes"] == 5
     trusts = _trusts(daemon, "zucchini")
+    # `author: engine` in a dropped file is a claim anyone can make: only the daemon's own
+    # alerts (written through inbox.submit's code, which refuses `engine` over the socket)
+    # are `system`.
     assert trusts == {"claude-session-7": "agent", me: "human", "mallory": "agent",
-                      "dallas": "agent", "engine": "system"}
+                      "dallas": "agent", "engine": "agent"}
+    with pytest.raises(RpcError) as err:
+        daemon.call("inbox.submit", body="zucchini zeta", author="engine")
+    assert err.value.code == -32602 and "reserved" in str(err.value)
 
     # A configured list replaces the default: the login name is no longer human by itself.
     daemon.call("config.set", key="trust.human_authors", value=["alice", "mallory"])
@@ -220,3 +226,35 @@ def test_redaction_survives_a_crash_and_redo(make_daemon, short_home, crash_at):
         assert token not in json.dumps(found)
         assert all(token not in text for text in derived.values())
         assert sum(token in text for text in archive.values()) == 1
+
+
+def test_a_secret_in_the_note_file_name_reaches_no_derived_surface(make_daemon, short_home):
+    """The inbox file name becomes the archive name, the record's source and the KB entry's
+    `source:`; a token in it (a note named after a branch or a URL) is redacted there too."""
+    home = home_with(short_home, "auto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    drop(home / "notes" / "inbox", f"dallas-{GITHUB_TOKEN}.md",
+         note("Deploy note", "persimmon deploy worked", agent="dallas"), age_s=5)
+    result = daemon.call("consolidation.run", force=True)
+    assert result["notes"] == 1
+    (found,) = daemon.call("memory.search", query="persimmon")["records"]
+    record = daemon.call("memory.get", id=found["id"])
+    pack = daemon.call("prompt.assemble", task={"id": "W-5", "title": "persimmon deploy"})
+    surfaces = {"record": json.dumps(record), "pack": pack["text"],
+                "result": json.dumps(result)} | _all_text(home / "knowledge")
+    surfaces["file names"] = "\n".join(str(p) for p in home.rglob("*"))
+    for surface, text in surfaces.items():
+        assert GITHUB_TOKEN not in text, f"the token reached {surface}"
+    assert "redacted-github_token" in record["source"]
+    assert (home / record["source"]).read_text().startswith("---\n")  # the archived note
+
+
+def test_a_retraction_reason_is_redacted(daemon):
+    """memory_retract is an agent tool, so its reason is written text like a note's."""
+    rid = daemon.call("memory.add", body="quince migration uses blue green", type="semantic",
+                      scope="global", trust="agent", source="test")["id"]
+    done = daemon.call("memory.retract", id=rid, reason=f"wrong; use {GITHUB_TOKEN} instead")
+    got = daemon.call("memory.get", id=rid)
+    for text in (json.dumps(done), json.dumps(got)):
+        assert GITHUB_TOKEN not in text
+    assert got["retracted_reason"] == "wrong; use [REDACTED:github_token] instead"

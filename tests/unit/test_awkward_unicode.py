@@ -60,7 +60,7 @@ def test_tokeniser_never_raises_and_counts_stay_parseable(title: str, body: str,
     assert stored is not None
     parsed = parse_counts(counts)
     assert all(" " not in stem and "\n" not in stem for stem in parsed)
-    fts.stems(conn, body.split() + [title, aux])
+    fts.stems(conn, [*body.split(), title, aux])
 
 
 @pytest.fixture

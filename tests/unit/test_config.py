@@ -73,7 +73,7 @@ def test_ratio_keys_take_numbers_from_0_to_1():
     assert config.check_value(key, 0.35) == 0.35
     assert config.check_value(key, 1) == 1.0 and isinstance(config.check_value(key, 1), float)
     assert config.check_value(key, 0) == 0.0
-    with pytest.raises(ConfigError, match="must be <= 1.0"):
+    with pytest.raises(ConfigError, match=r"must be <= 1\.0"):
         config.check_value(key, 2)
 
 
@@ -83,7 +83,7 @@ def test_agents_table(tmp_path):
     cfg = config.load(path, {})
     assert cfg.agents["dallas"] == {"name": "Dallas", "temporary": False}
     assert cfg.agents["temp-1"]["temporary"] is True
-    with pytest.raises(ConfigError, match="agents.dallas.nmae"):
+    with pytest.raises(ConfigError, match=r"agents\.dallas\.nmae"):
         config.check_value("agents.dallas.nmae", "x")
     with pytest.raises(ConfigError, match="invalid agent id"):
         config.check_value("agents.bad/id.name", "x")

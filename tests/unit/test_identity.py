@@ -78,11 +78,13 @@ def test_has_notebook():
 
 def test_trust_follows_the_author_only():
     humans = {"alice"}
-    assert author_trust("engine", humans) == "system"
+    assert author_trust("engine", humans, daemon_wrote=True) == "system"
+    assert author_trust("engine", humans) == "agent"  # a claim in a dropped file
     assert author_trust("alice", humans) == "human"
     for author in ("bob", "dallas", "temp-1", "unknown", "", None, "Alice"):
         assert author_trust(author, humans) == "agent"
-    assert author_trust("engine", {"engine"}) == "system"  # the daemon's own voice
+    assert author_trust("engine", {"engine"}, daemon_wrote=True) == "system"  # its own voice
+    assert author_trust("engine", {"engine"}) == "agent"  # listing engine does not make it human
 
 
 def test_human_authors_default_to_the_login_name(tmp_path):

@@ -3,6 +3,7 @@ file descriptor open, and passes one that cleans up."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 pytest_plugins = ["pytester"]
@@ -43,8 +44,12 @@ def test_zz_release():
 '''
 
 
-def test_the_leak_check_catches_threads_and_fds(pytester):
+def test_the_leak_check_catches_threads_and_fds(pytester, monkeypatch):
     conftest = Path(__file__).resolve().parent.parent / "conftest.py"
+    # the copied conftest imports tests.harness: the repository must be importable there
+    repo = str(conftest.parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [repo, os.environ.get(
+        "PYTHONPATH")])))
     pytester.makeconftest(conftest.read_text().replace("LEAK_GRACE_S = 5.0",
                                                        "LEAK_GRACE_S = 0.2"))
     pytester.makeini("[pytest]\nmarkers =\n    leaks_allowed(reason): opt out\n")

@@ -105,7 +105,7 @@ def test_bound_counts_utf8_bytes():
     big = append_section(build(3), render_section(digest(9) + "é" * 100, "b9"))
     limit = len(big.encode()) - 1
     assert len(big) < limit  # would fit if characters were counted
-    kept, moved = bound_notes(big, limit)
+    _kept, moved = bound_notes(big, limit)
     assert moved
 
 
@@ -123,7 +123,7 @@ def test_bound_never_moves_the_newest_section():
 
 def test_append_history_and_redo_is_idempotent():
     text = build(5, size=1000)
-    kept, moved = bound_notes(text, 3000)
+    _kept, moved = bound_notes(text, 3000)
     history = append_history(None, moved)
     assert history.startswith(HISTORY_HEADER.rstrip("\n"))
     for i in range(len(split_sections(moved)[1])):

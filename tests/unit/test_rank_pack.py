@@ -251,7 +251,7 @@ def test_rank_accepts_any_paths_and_bodies(
 ) -> None:
     cands = [rec(f"M-{i}", -float(i + 1), body=body, paths=paths)
              for i, (body, paths) in enumerate(rows)]
-    scored = rank(cands, task_files=files + ["/", "İİİİ/x.py"], project=None, agent=None, now=NOW)
+    scored = rank(cands, task_files=[*files, "/", "İİİİ/x.py"], project=None, agent=None, now=NOW)
     assert sorted(s.id for s in scored) == sorted(c["id"] for c in cands)
     assert all(0 <= dict(s.parts)["path"] <= 0.2 for s in scored)
 
@@ -346,7 +346,7 @@ def test_pack_stops_reading_once_nothing_can_fit() -> None:
             read.append(item.id)
             yield item
 
-    text, chosen = pack(reading(), top_k=8, max_bytes=1500, smallest=600)
+    _text, chosen = pack(reading(), top_k=8, max_bytes=1500, smallest=600)
     assert len(chosen) == 2 and len(read) == 2  # a third 600-byte body can never fit in 1500
 
 

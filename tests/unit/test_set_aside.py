@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from minionsd.consolidate.pipeline import Abandoned, _not_the_notes_fault
+from minionsd.consolidate.recording import not_the_notes_fault as _not_the_notes_fault
+from minionsd.consolidate.types import Abandoned
 from minionsd.errors import StorageError
 
 

@@ -1,0 +1,111 @@
+"""minionsctl's agent commands: `mcp`, `hook` and `connect`. Their code lives in
+minionsd/agents/ and is imported only when one of these commands runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from minionsd.cli.common import EXIT_OK, EXIT_USAGE, Call, CommandError, home_of
+
+
+def _ctl_invocation(args: argparse.Namespace) -> list[str]:
+    """How an agent runs this minionsctl: absolute paths, and the daemon it should reach."""
+    beside = Path(sys.executable).absolute().parent / "minionsctl"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        command = [str(beside)]
+    else:
+        command = [str(Path(sys.executable).absolute()), "-m", "minionsd.cli"]
+    if args.socket:
+        return [*command, "--socket", str(Path(args.socket).expanduser().absolute())]
+    return [*command, "--home", str(home_of(args))]
+
+
+def _identity_args(args: argparse.Namespace) -> list[str]:
+    words = ["--agent", args.agent] if args.agent else []
+    return words + (["--project", args.project] if args.project else [])
+
+
+def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
+    from minionsd.agents import connect
+
+    if not args.agent:
+        args.agent = args.target
+    try:
+        result = connect.run(args.target, args.scope, _ctl_invocation(args),
+                             _identity_args(args), args.print_only)
+    except connect.ConnectError as exc:
+        raise CommandError(str(exc)) from None
+    return result, connect.describe
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
+    from minionsd.agents.session import Session
+
+    try:
+        session = Session.create(args.home, args.socket, resolve_agent(args.agent),
+                                 resolve_project(args.project))
+    except IdentityError as exc:
+        print(f"minionsctl mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from minionsd.agents import mcp_server
+
+    try:
+        return mcp_server.run(session)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def run_hook(args: argparse.Namespace) -> int:
+    from minionsd.agents import hooks
+
+    return hooks.run(args.hook_agent, args.event, home=args.home, socket=args.socket,
+                     agent=args.agent, project=args.project)
+
+
+def is_hook_invocation(argv: list[str]) -> bool:
+    """Whether the command word of `argv` (after --home/--socket values) is `hook`."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--home", "--socket"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word == "hook"
+    return False
+
+
+AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
+                                                                  "hook": run_hook}
+
+
+def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
+    def identity(p: argparse.ArgumentParser,
+                 agent_default: str = "$MINIONS_AGENT, else 'agent'") -> None:
+        p.add_argument("--agent", help="author and agent of this session "
+                                       f"(default {agent_default})")
+        p.add_argument("--project", help="project name, or 'auto' (default): the git remote "
+                                         "origin's repository name, else the directory name")
+
+    identity(add("mcp", "serve the memory tools over MCP on stdio (agents start this)"))
+    p = add("hook", "run a Claude Code hook (hook JSON on stdin; never fails the session)")
+    # Free-form, not choices: a usage error's exit 2 would block the user's prompt.
+    p.add_argument("hook_agent", metavar="AGENT", nargs="?", default="", help="claude-code")
+    p.add_argument("event", metavar="EVENT", nargs="?", default="",
+                   help="session-start or user-prompt")
+    identity(p)
+    p = add("connect", "register the MCP server (and Claude Code's hooks) in an agent's config")
+    p.add_argument("target", metavar="AGENT", choices=("claude-code", "codex", "cursor"),
+                   help="claude-code, codex or cursor")
+    p.add_argument("--scope", choices=("user", "project"), default="user",
+                   help="user config (default) or this directory's project config")
+    p.add_argument("--print", dest="print_only", action="store_true",
+                   help="print the entries and the files they go to, write nothing")
+    identity(p, agent_default="the agent's name: claude-code, codex or cursor")
+
+
+COMMANDS = {"connect": cmd_connect}

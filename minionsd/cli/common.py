@@ -1,0 +1,101 @@
+"""What every minionsctl command module shares: the errors a command raises, where the home
+and socket are, reading an input file or stdin, and `simple`, which turns one JSON-RPC call
+and a formatter into a command.
+
+A command is `run(args, call) -> (result, format)`: `call(method, params)` asks the daemon,
+`result` is what `--json` prints, and `format(result)` is the human-readable text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from minionsd.rpc.client import socket_for_home
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+
+Call = Callable[..., Any]
+Formatter = Callable[[Any], str]
+Command = Callable[[argparse.Namespace, Call], tuple[Any, Formatter]]
+# add(name, help, parent=None) -> the new subparser (parent: a nested subparsers action).
+AddParser = Callable[..., argparse.ArgumentParser]
+
+
+class UsageError(Exception):
+    """The command line was wrong in a way argparse cannot see; exit 2."""
+
+
+class CommandError(Exception):
+    """A local command (no daemon involved) failed; reported like a daemon error, exit 1."""
+
+
+def home_of(args: argparse.Namespace) -> Path:
+    raw = args.home or os.environ.get("MINIONS_HOME") or "~/.minions"
+    return Path(raw).expanduser().absolute()
+
+
+def socket_of(args: argparse.Namespace) -> Path:
+    return Path(args.socket).expanduser() if args.socket else socket_for_home(home_of(args))
+
+
+def read_stdin() -> str:
+    """Standard input as strict UTF-8 (a leading BOM dropped), whatever the locale says:
+    bytes that are not UTF-8 are refused, never replaced."""
+    raw = sys.stdin.buffer.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not valid UTF-8 ({exc.reason} at byte "
+                         f"{exc.start}); convert it first, e.g. iconv -f latin1 -t utf-8"
+                         ) from None
+
+
+def read_input(source: str) -> str:
+    """The text of a file, or of standard input for `-`."""
+    if source == "-":
+        return read_stdin()
+    try:
+        return Path(source).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {source}: {exc}") from None
+
+
+def read_task(source: str) -> dict[str, Any]:
+    text = read_input(source)
+    try:
+        task = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--task must be a JSON object: {exc}") from None
+    if not isinstance(task, dict):
+        raise UsageError("--task must be a JSON object")
+    return task
+
+
+def parse_value(raw: str) -> Any:
+    """A config value from the command line: JSON if it parses, else the string itself."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def simple(method: str, build: Callable[[argparse.Namespace], dict[str, Any]],
+           fmt: Formatter) -> Command:
+    """A command that is one JSON-RPC call: params from `build(args)`, text from `fmt`."""
+    def run(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
+        return call(method, build(args)), fmt
+    return run
+
+
+def copy_options(args: argparse.Namespace, params: dict[str, Any], *names: str) -> None:
+    """Put each option of `names` that was given into `params` under the same name."""
+    for name in names:
+        if getattr(args, name, None):
+            params[name] = getattr(args, name)
