@@ -9,13 +9,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minionsd import __version__
 from minionsd.clock import Clock, iso, system_clock
 from minionsd.config import Config
 from minionsd.db import Database
 from minionsd.home import Home
+
+if TYPE_CHECKING:  # made by daemon.py: retrieval sits above this layer
+    from minionsd.retrieval.index import RecallIndex
 
 RESTART_KEYS = ("server.socket", "server.max_request_bytes")
 
@@ -33,6 +36,8 @@ class App:
     # Last LLM and config-reload outcomes for `status` ({"at", "reason", ...}); see note_event.
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
     login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
+    # What retrieval keeps between calls for this database (one per open Database).
+    recall_index: RecallIndex | None = None
 
     def now(self):
         return self.clock()

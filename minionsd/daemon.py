@@ -32,6 +32,7 @@ from minionsd.db import Database
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
 from minionsd.pidfile import PidFile
+from minionsd.retrieval.index import RecallIndex
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
@@ -59,9 +60,9 @@ class Daemon:
         # awaited one after the other would add those waits up.
         contributions = [contribute() for component in self.components
                          if (contribute := getattr(component, "status", None)) is not None]
-        counts, segments, *parts = await asyncio.gather(
+        counts, *parts = await asyncio.gather(
             app.db.read_light(records.status_counts, app.now()),
-            app.db.read_light(records.fts_segments), *contributions)
+            *contributions)
         result: dict[str, Any] = {
             "version": app.version,
             "pid": os.getpid(),
@@ -69,7 +70,6 @@ class Daemon:
             "home": str(app.home.root),
             "socket": str(app.bound_socket or app.socket_path),
             "records": counts,
-            "index": {"fts_segments": segments},
             "retrieval": {"enabled": bool(app.config["features.memory_retrieval"]),
                           "shadow": bool(app.config["engine.memory_retrieval_shadow_mode"])},
             "llm": {"configured": app.llm_api_key() is not None,
@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         pidfile.release()
         print(f"minionsd: cannot open the database {home.db}: {exc}", file=sys.stderr)
         return EXIT_RUNTIME
-    app = App(home=home, config=config, db=db, environ=environ, login_name=_login_name())
+    app = App(home=home, config=config, db=db, environ=environ, login_name=_login_name(),
+              recall_index=RecallIndex())
     clock_file = environ.get("MINIONS_TEST_CLOCK_FILE")
     if clock_file:
         app.clock = file_clock(Path(clock_file))

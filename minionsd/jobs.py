@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
@@ -20,12 +19,11 @@ from typing import Any
 
 import structlog
 
-from minionsd import ftsquery, llm, records, submissions, telemetry
+from minionsd import fts, llm, records, submissions, telemetry
 from minionsd.app import App
 from minionsd.consolidate import journal, notebooks
 from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.kb_sweep import kb_sweep, prune_swept
-from minionsd.retrieval import candidates
 
 log = structlog.get_logger()
 
@@ -175,18 +173,6 @@ def _bound_archive(app: App) -> int:
 REFRESH_CHUNK = 500
 
 
-def _rows_after(conn: Any, seq: int, missing_only: bool = False) -> list[Any]:
-    where = "seq > ? AND term_counts IS NULL" if missing_only else "seq > ?"
-    return conn.execute("SELECT seq, title, body, paths, tags, search_aux, term_counts "
-                        f"FROM memory_records WHERE {where} ORDER BY seq LIMIT ?",
-                        (seq, REFRESH_CHUNK)).fetchall()
-
-
-def _update_derived(conn: Any, changed: list[tuple[str, str, int]]) -> None:
-    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
-                     changed)
-
-
 def _refresh_derived(app: App, missing_only: bool = False) -> int:
     """Recompute search_aux and term_counts where the indexing rules have changed (or, with
     `missing_only`, only for rows without stored term counts).
@@ -194,19 +180,15 @@ def _refresh_derived(app: App, missing_only: bool = False) -> int:
     In chunks, computed off the writer, so other writes are never held up for long.
     """
     refreshed, last = 0, 0
-    while rows := app.db.read_blocking(_rows_after, last, missing_only):
-        changed = []
-        for row in rows:
-            aux = ftsquery.index_aux_text(row["title"], row["body"], json.loads(row["paths"]),
-                                          json.loads(row["tags"]))
-            counts = candidates.term_counts(row["title"], row["body"], aux)
-            if aux != row["search_aux"] or counts != row["term_counts"]:
-                changed.append((aux, counts, row["seq"]))
+    while True:
+        last_read, changed = app.db.read_blocking(fts.derived_after, last, missing_only,
+                                                   REFRESH_CHUNK)
+        if last_read is None:
+            return refreshed
         if changed:
-            app.db.write_blocking(_update_derived, changed)
+            app.db.write_blocking(fts.update_derived, changed)
         refreshed += len(changed)
-        last = rows[-1]["seq"]
-    return refreshed
+        last = last_read
 
 
 def fill_term_counts(app: App) -> int:
@@ -224,7 +206,8 @@ def reindex(app: App, now: datetime) -> Report:
         return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
 
     count = app.db.write_blocking(rebuild)
-    candidates.clear_caches()
+    if app.recall_index is not None:
+        app.recall_index.forget()
 
     def check(conn: Any) -> bool:
         conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")

@@ -211,27 +211,17 @@ def delete_record(conn: Any, record_id: str, reason: str, now: datetime,
         purged.merge_index(conn)
 
 
-def forget_in_memory() -> None:
+def forget_in_memory(app: App) -> None:
     """Drop this process's retrieval caches, which may hold the record's text or words."""
-    from minionsd.retrieval import candidates, pack
+    from minionsd.retrieval import pack
 
-    candidates.clear_caches()
+    if app.recall_index is not None:
+        app.recall_index.forget()
     # Private caches of the retrieval modules, found by name so a rename only skips them.
     for name in ("_render_cached", "_comparable_cached"):
         cached = getattr(pack, name, None)
         if cached is not None and hasattr(cached, "cache_clear"):
             cached.cache_clear()
-    stemmer = getattr(candidates, "_STEMMER", None)
-    lock = getattr(stemmer, "_lock", None)
-    if lock is not None:
-        with lock:
-            for attr in ("cache", "words_by_stem"):
-                table = getattr(stemmer, attr, None)
-                if isinstance(table, dict):
-                    table.clear()
-    shared = getattr(candidates, "_SHARED", None)
-    if isinstance(shared, dict):
-        shared.clear()
 
 
 async def purge(app: App, record_id: object, reason: object) -> dict[str, Any]:
@@ -246,6 +236,6 @@ async def purge(app: App, record_id: object, reason: object) -> dict[str, Any]:
     await app.db.write(delete_record, record_id, reason, now, files, hashes)
     checkpointed = await asyncio.to_thread(purged.checkpoint, app.home.db)
     busy = checkpointed if isinstance(checkpointed, str) else checkpointed[0]
-    forget_in_memory()
+    forget_in_memory(app)
     log.info("memory.purged", id=record_id, files=len(files), checkpoint_busy=busy)
     return {"id": record_id, "purged_at": iso(now), "files": files}

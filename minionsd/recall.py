@@ -29,6 +29,7 @@ from minionsd.retrieval import candidates as candidates_mod
 from minionsd.retrieval import pack as pack_mod
 from minionsd.retrieval import query as query_mod
 from minionsd.retrieval import rank as rank_mod
+from minionsd.retrieval.index import RecallIndex
 from minionsd.task import check_optional_name, check_task
 from minionsd.threads import run_in_daemon_thread
 
@@ -39,8 +40,10 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
           agent: str | None, now: datetime) -> dict[str, Any]:
     """The read-only part of a retrieval, run on a reader connection."""
     cfg = app.config
+    if app.recall_index is None:  # an App made without one (tests, tools)
+        app.recall_index = RecallIndex()
     found = candidates_mod.fetch_candidates(
-        conn, terms, project=project, agent=agent, now_iso=iso(now),
+        app.recall_index, conn, terms, project=project, agent=agent, now_iso=iso(now),
         limit=cfg["engine.memory_retrieval_candidate_limit"])
     ranked = rank_mod.rank_lazily(found, task_files=query_mod.task_files(task),
                                   project=project, agent=agent, now=now)

@@ -16,11 +16,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from minionsd import ftsquery
+from minionsd import fts, ftsquery
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.fence import scrub_surrogates
-from minionsd.retrieval.candidates import term_counts, varints
 
 TYPES = ("semantic", "episodic", "procedural")
 STATUSES = ("active", "superseded", "retracted", "expired")
@@ -30,14 +29,13 @@ DEFAULT_IMPORTANCE = 0.5
 DEFAULT_CONFIDENCE = 0.5
 MAX_BODY_BYTES = 1_048_576
 MAX_SEARCH_LIMIT = 500
-# bm25 weights for (title, body, aux): a title hit counts four body hits.
-BM25_WEIGHTS = (4.0, 1.0, 2.0)
 
 _JSON_COLUMNS = ("paths", "tags", "meta")
 _WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
               "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
               "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
               "retracted_reason", "meta")
+WIRE_KEYS = _WIRE_KEYS  # the Record keys, in column order
 EFFECTIVE_STATUS = (
     "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
     "THEN 'expired' ELSE r.status END)"
@@ -195,7 +193,7 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
         row | {"id": record_id, "paths": json.dumps(row["paths"]),
                "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
                "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": term_counts(row["title"], row["body"], aux)},
+               "aux": aux, "counts": fts.term_counts(conn, row["title"], row["body"], aux)},
     )
     return record_id
 
@@ -228,45 +226,7 @@ def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: s
     aux = ftsquery.index_aux_text(title, body, json.loads(row["paths"]), json.loads(row["tags"]))
     conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?,
                         term_counts = ?, updated_at = ? WHERE id = ?""",
-                 (title, body, aux, term_counts(title, body, aux), iso(now), record_id))
-
-
-def _fts_structure(conn: sqlite3.Connection) -> bytes | None:
-    row = conn.execute("SELECT block FROM memory_fts_data WHERE id = 10").fetchone()
-    return row[0] if row is not None and isinstance(row[0], bytes) else None
-
-
-def _segment_count(structure: bytes | None) -> int | None:
-    # A 4-byte cookie, then varints nLevel, nSegment, ... (FTS5's structure record).
-    if structure is None or len(structure) < 6:
-        return None
-    values = varints(structure[4:])
-    return values[1] if len(values) >= 2 else None
-
-
-def fts_segments(conn: sqlite3.Connection) -> int | None:
-    """How many b-tree segments the FTS5 index is in (from its structure record, data id 10);
-    None if that cannot be read.
-
-    Every write transaction adds a segment and FTS5 merges them only now and then; each query
-    term searches every segment, so fewer segments make every search cheaper.
-    """
-    return _segment_count(_fts_structure(conn))
-
-
-def fts_merge_step(conn: sqlite3.Connection, pages: int) -> tuple[int | None, bool]:
-    """One step of FTS5's incremental 'merge' (about `pages` pages written): (segments left,
-    whether anything was merged).
-
-    It merges segments of the same level only (migration 0006 sets 'usermerge' to 2, so two on
-    a level are enough): new small segments are merged with each other, and the big segment of
-    a large index is rewritten only when a merge reaches its level, as in any log-structured
-    merge. (A negative count would rewrite the whole index every time.)
-    """
-    before = _fts_structure(conn)
-    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (abs(pages),))
-    after = _fts_structure(conn)
-    return _segment_count(after), after != before
+                 (title, body, aux, fts.term_counts(conn, title, body, aux), iso(now), record_id))
 
 
 def records_version(conn: sqlite3.Connection) -> int:
@@ -334,7 +294,7 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             binds[column] = _opt_str(params, column, 200)
             where.append(f"r.{column} = :{column}")
     condition = " AND ".join(where)
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
     # Rank first on the narrow join, then build rows and snippets for the page only: the
     # snippet and the wide row are the expensive part when thousands of records match.
     ranked = conn.execute(

@@ -17,7 +17,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from minionsd import job_runs, jobs, records
+from minionsd import fts, job_runs, jobs, records
 from minionsd.app import App
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
@@ -30,7 +30,6 @@ RETENTION_INTERVAL_S = 3600
 # Private upkeep of the FTS5 index (not a maintenance.run job): once no record has been
 # written for a tick, merge index segments while there are more than the target.
 FTS_UPKEEP_INTERVAL_S = 5
-FTS_SEGMENT_TARGET = 4
 FTS_MERGE_PAGES = 500  # per write transaction: tens of ms of writer time
 FTS_MERGE_BUDGET_S = 2.0  # per tick
 FILL_DELAY_S = 3  # after start, before term counts missing since an upgrade are filled in
@@ -43,6 +42,7 @@ class Scheduler:
         self._scheduler: AsyncIOScheduler | None = None
         self._locks = {name: asyncio.Lock() for name in jobs}
         self._records_seen: int | None = None
+        self._merged_through: int | None = None  # records version the last full merge saw
 
     def intervals(self) -> dict[str, int]:
         cfg = self.app.config
@@ -93,11 +93,13 @@ class Scheduler:
         return filled
 
     async def fts_upkeep(self) -> int | None:
-        """Merge FTS5 segments when records have been quiet for a tick; segments left.
+        """Merge FTS5 segments when records have been quiet for a tick; merge steps that did
+        work (None when it did not run).
 
         Every write adds a segment and each search term visits every segment, so after a
         burst of writes this brings searches back to their cost on a merged index. It waits
-        for a quiet tick so bursts are not slowed, and stops when records are written again.
+        for a quiet tick so bursts are not slowed, stops when records are written again, and
+        once a step finds nothing to merge it rests until the records change.
         """
         try:
             return await self._merge_segments()
@@ -109,18 +111,19 @@ class Scheduler:
         db = self.app.db
         version = await db.read(records.records_version)
         quiet, self._records_seen = version == self._records_seen, version
-        if not quiet:
+        if not quiet or version == self._merged_through:
             return None
-        segments = await db.read(records.fts_segments)
         deadline = time.monotonic() + FTS_MERGE_BUDGET_S
-        while segments is not None and segments > FTS_SEGMENT_TARGET:
+        steps = 0
+        while True:
             if time.monotonic() > deadline or await db.read(records.records_version) != version:
-                break
-            segments, merged = await db.write(records.fts_merge_step, FTS_MERGE_PAGES)
-            log.debug("fts.merged", segments=segments, merged=merged)
-            if not merged:
+                return steps
+            if not await db.write(fts.merge_step, FTS_MERGE_PAGES):
                 break  # no two segments share a level: nothing to merge
-        return segments
+            steps += 1
+        log.debug("fts.merged", steps=steps)
+        self._merged_through = version
+        return steps
 
     async def run_job(self, name: str) -> dict[str, Any]:
         if name not in self.jobs:

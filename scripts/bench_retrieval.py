@@ -26,7 +26,7 @@ from bench_common import (
     say,
 )
 
-from minionsd import ftsquery, records
+from minionsd import fts, ftsquery
 from minionsd.rpc.client import Client, RpcError
 from tests.harness import REPO
 
@@ -66,7 +66,7 @@ def method_available(client: Client, method: str, params: dict[str, Any]) -> tup
 def bench_retrieval(daemon: BenchDaemon, vocab: bench_data.Vocabulary, args: argparse.Namespace,
                     dataset: int) -> None:
     task_specs = bench_data.tasks(vocab, args.seed, 20)
-    weights = ", ".join(str(w) for w in records.BM25_WEIGHTS)
+    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
     sql = NAIVE_OR_SQL.format(w=weights)
     conn = readonly_connection(daemon)
     prepared = []

@@ -68,12 +68,13 @@ def workload(db: Path, mode: str, calls: int) -> None:
     """Run in the child: warm up, then `calls` counted rounds or tasks."""
     from minionsd.fence import fence
     from minionsd.recall import _pack
+    from minionsd.retrieval.index import RecallIndex
     from minionsd.retrieval.query import task_terms
 
     # The default configuration, keyed the way the daemon's Config is ("engine.top_k").
     settings = {f"{section}.{name}": value for section, keys in defaults().items()
                 if section != "agents" for name, value in keys.items()}
-    app = SimpleNamespace(config=settings)
+    app = SimpleNamespace(config=settings, recall_index=RecallIndex())
     conn = connect(db, readonly=True)
     vocab = bench_data.Vocabulary(SEED)
     cycled = bench_data.tasks(vocab, SEED, 20)

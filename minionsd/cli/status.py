@@ -39,13 +39,6 @@ def _records(s: Section) -> tuple[str, set[str]]:
     return ", ".join(f"{count:,} {status}" for status, count in s.items()), set(s)
 
 
-def _index(s: Section) -> tuple[str, set[str]]:
-    segments = s.get("fts_segments")
-    line = ("segment count unreadable" if segments is None
-            else f"full-text index in {fmt.plural(segments, 'segment')}")
-    return line, {"fts_segments"}
-
-
 def _retrieval(s: Section) -> tuple[str, set[str]]:
     line = "on" if s.get("enabled") else "off (features.memory_retrieval is false)"
     if s.get("enabled") and s.get("shadow"):
@@ -102,7 +95,6 @@ SECTIONS: dict[str, Callable[[Section], tuple[str, set[str]]]] = {
     "inbox": _inbox,
     "consolidation": _consolidation,
     "records": _records,
-    "index": _index,
     "retrieval": _retrieval,
     "llm": _llm,
     "config": _config,

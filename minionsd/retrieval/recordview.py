@@ -28,11 +28,14 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from types import MappingProxyType
 from typing import Any
+
+from minionsd.retrieval.eligibility import eligible, unexpired
 
 MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
 # Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
-MAX_CACHED_BY_KIND = {"hits": 1000}
+MAX_CACHED_BY_KIND = MappingProxyType({"hits": 1000})
 # And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
 # make the cache hold gigabytes.
 MAX_CACHED_BYTES = 16 << 20
@@ -42,7 +45,6 @@ WHOLE_KINDS = frozenset({"hits"})
 # pass instead, which also drops every cached value.
 RELOAD_AFTER_CHANGES = 5000
 DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
-_EXCLUDED_TRUST = ("agent", "external")  # for procedural records
 
 
 class _Lru:
@@ -87,6 +89,8 @@ def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 class RecordView:
+    """The filter table and caches of one database (owned by its RecallIndex)."""
+
     def __init__(self, max_cached: int = MAX_CACHED) -> None:
         self._lock = threading.Lock()
         self._applied: int | None = None
@@ -155,8 +159,7 @@ class RecordView:
             scope_id, flag = -1, 0
         else:
             scope_id = self._scope_ids.setdefault(scope or "", len(self._scope_ids))
-            flag = int(status == "active"
-                       and not (kind == "procedural" and trust in _EXCLUDED_TRUST))
+            flag = int(eligible(status, kind, trust))
         if seq >= DENSE_LIMIT or seq < 0:
             self._sparse[seq] = (scope_id, flag)
         else:
@@ -176,7 +179,7 @@ class RecordView:
     def recallable(self, seqs: Iterable[int], scopes: Sequence[str], now_iso: str,
                    want: int) -> list[int]:
         """The first `want` of `seqs` (in their order) that retrieval may show: active, in one
-        of `scopes`, not expired at `now_iso`, not procedural with agent or external trust.
+        of `scopes`, not expired at `now_iso`, and :func:`eligible`.
 
         A seq the view has not seen yet (written after the last sync) is left out.
         """
@@ -198,7 +201,7 @@ class RecordView:
                     if not flag or scope_id not in allowed:
                         continue
                 limit = expires.get(seq)
-                if limit is not None and limit <= now_iso:
+                if limit is not None and not unexpired(limit, now_iso):
                     continue
                 out.append(seq)
                 if len(out) >= want:
@@ -245,29 +248,3 @@ class RecordView:
             self._applied = None
             for cache in self._caches.values():
                 cache.clear()
-
-
-class _Views:
-    """One RecordView per database file (a few, in tests)."""
-
-    _MAX_VIEWS = 16
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._views: dict[str, RecordView] = {}
-
-    def get(self, key: str) -> RecordView:
-        with self._lock:
-            view = self._views.get(key)
-            if view is None:
-                if len(self._views) >= self._MAX_VIEWS:
-                    self._views.clear()
-                view = self._views[key] = RecordView()
-            return view
-
-    def clear(self) -> None:
-        with self._lock:
-            self._views.clear()
-
-
-VIEWS = _Views()

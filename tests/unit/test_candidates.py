@@ -17,7 +17,6 @@ import statistics
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,10 +26,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minionsd import fts
 from minionsd.fence import fence
 from minionsd.ftsquery import index_aux_text, search_terms
-from minionsd.retrieval import candidates
-from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive, term_counts
+from minionsd.retrieval import planner, scoring
+from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.retrieval.index import RecallIndex
 from minionsd.retrieval.pack import dedupe, pack
 from minionsd.retrieval.query import task_files, task_terms
 from minionsd.retrieval.rank import rank
@@ -143,15 +144,25 @@ class Corpus:
         }
 
 
-def open_db(path: Path) -> sqlite3.Connection:
+class IndexedConnection(sqlite3.Connection):
+    """A test's connection, with a RecallIndex of its own (as the daemon has one per open
+    database)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.index = RecallIndex()
+
+
+def open_db(path: Path) -> IndexedConnection:
     from minionsd.db import migrate
 
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, factory=IndexedConnection)
     migrate(conn)
     return conn
 
 
-def add(conn: sqlite3.Connection, rid: str, body: str, **fields: Any) -> None:
+def add(conn: sqlite3.Connection, rid: str, body: str, counts: bool = True,
+        **fields: Any) -> None:
     row = {
         "type": "semantic", "scope": "global", "status": "active", "trust": "human",
         "title": "", "source": f"notes/archive/{rid}.md", "paths": [], "tags": [],
@@ -172,12 +183,11 @@ def add(conn: sqlite3.Connection, rid: str, body: str, **fields: Any) -> None:
             "counts": None,
         },
     )
-    # Half the rows carry the term counts written with the record, half do not (older rows):
-    # every pool then checks that both ways of counting give FTS5's own bm25.
-    if zlib.crc32(rid.encode()) % 2 == 0:
+    # The term counts written with the record (without them: a row from an older version).
+    if counts:
         aux = index_aux_text(row["title"], body, row["paths"], row["tags"])
         conn.execute("UPDATE memory_records SET term_counts = ? WHERE id = ?",
-                     (term_counts(row["title"], body, aux), rid))
+                     (fts.term_counts(conn, row["title"], body, aux), rid))
 
 
 def fill(conn: sqlite3.Connection, corpus: Corpus, seed: int = 8) -> None:
@@ -200,9 +210,10 @@ def fill(conn: sqlite3.Connection, corpus: Corpus, seed: int = 8) -> None:
     conn.execute("COMMIT")
 
 
-def search(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[str, Any]]:
+def search(conn: sqlite3.Connection, terms: list[str], index: RecallIndex | None = None,
+           **kw: Any) -> list[dict[str, Any]]:
     args = {"project": "alpha", "agent": "dallas", "now_iso": NOW, "limit": 50} | kw
-    return fetch_candidates(conn, terms, **args)
+    return fetch_candidates(index or conn.index, conn, terms, **args)
 
 
 def naive(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[str, Any]]:
@@ -211,13 +222,6 @@ def naive(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[st
 
 
 # --- tests ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _fresh_df_cache() -> Iterator[None]:
-    candidates.clear_caches()
-    yield
-    candidates.clear_caches()
 
 
 @pytest.fixture
@@ -284,7 +288,7 @@ def test_works_on_a_read_only_row_factory_connection(
     ro = sqlite3.connect(f"file:{tmp_path / 'state.db'}?mode=ro", uri=True)
     ro.row_factory = sqlite3.Row
     try:
-        (rec,) = search(ro, ["graphql"])
+        (rec,) = search(ro, ["graphql"], index=conn.index)
         assert rec["id"] == "M-1" and isinstance(rec, dict)
     finally:
         ro.close()
@@ -305,6 +309,22 @@ def test_new_record_found_at_once(conn: sqlite3.Connection) -> None:
     assert ids(search(conn, ["zanzibar"])) == ["M-2"]
     add(conn, "M-3", "zanzibar again")  # the term's df (1) is cached now; it still searches
     assert sorted(ids(search(conn, ["zanzibar"]))) == ["M-2", "M-3"]
+
+
+def test_rows_without_stored_counts_score_like_the_others(conn: IndexedConnection) -> None:
+    """A row from before stored counts is counted from its text by FTS5: the same scores (all
+    rows are four words long, so avgdl does not depend on which rows are counted)."""
+    bodies = ["kafka consumer lag spike", "kafka kafka broker down", "consumer group lag alert",
+              "naïve café kafka lag"]
+    for i, body in enumerate(bodies):
+        add(conn, f"M-{i}", body)
+    before = {r["id"]: r["bm25"] for r in search(conn, ["kafka", "lag", "cafe"])}
+    conn.execute("UPDATE memory_records SET term_counts = NULL WHERE id IN ('M-1', 'M-3')")
+    after = {r["id"]: r["bm25"] for r in search(conn, ["kafka", "lag", "cafe"],
+                                                index=RecallIndex())}
+    assert after == pytest.approx(before, rel=1e-12) and len(after) == 4
+    reference = {r["id"]: r["bm25"] for r in naive(conn, ["kafka", "lag", "cafe"])}
+    assert after == pytest.approx(reference, rel=1e-9)
 
 
 def test_ties_break_by_id(conn: sqlite3.Connection) -> None:
@@ -385,20 +405,21 @@ def test_small_budget_stays_bounded_and_relevant(
     labelled: tuple[sqlite3.Connection, Corpus], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     conn, corpus = labelled
-    monkeypatch.setattr(candidates, "ROW_BUDGET", 60)
-    monkeypatch.setattr(candidates, "RARE_BUDGET", 30)
-    stats = candidates.index_stats(conn)
+    monkeypatch.setattr(planner, "ROW_BUDGET", 60)
+    monkeypatch.setattr(planner, "RARE_BUDGET", 30)
+    stats = fts.index_stats(conn)
+    index = RecallIndex()  # its own: the plan here is made with the small budget
     precision = []
     for task in _tasks(corpus, 20, seed=7):
         terms = task_terms(task)
-        dfs = candidates.document_frequencies(conn, terms, stats)
-        plan = candidates.plan_query(terms, dfs, stats)
+        dfs = planner.count_dfs(conn, terms, stats)
+        plan = planner.plan_query(terms, dfs, stats)
         assert plan is not None
         assert sum(dfs[t] for t in plan.rare) <= 30
         if plan.wide_min_rowid:  # the window holds about the budget's worth of hits
             share = sum(dfs[t] for t in plan.wide) / stats.rows
             assert (stats.max_rowid - plan.wide_min_rowid) * share <= 60 + 1
-        top = search(conn, terms)[:8]
+        top = search(conn, terms, index=index)[:8]
         topic = int(task["id"][2:])
         precision.append(sum(r["meta"]["topic"] == topic for r in top) / max(1, len(top)))
     assert statistics.mean(precision) >= 0.7, precision
@@ -416,11 +437,14 @@ def test_common_terms_alone_still_find_something(
 def test_concurrent_searches_agree(
     labelled: tuple[sqlite3.Connection, Corpus], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from minionsd.retrieval import index as index_mod
+
     conn, corpus = labelled
     path = conn.execute("PRAGMA database_list").fetchone()[2]
     tasks = _tasks(corpus, 12, seed=9)
     expected = [ids(search(conn, task_terms(t))) for t in tasks]
-    monkeypatch.setattr(candidates._Stemmer, "_MAX_CACHE", 300)  # force cache resets
+    monkeypatch.setattr(index_mod, "MAX_DFS", 30)  # force cache resets
+    shared = RecallIndex()  # one index, as the daemon's reader threads share one
     results: dict[int, list[str]] = {}
     errors: list[BaseException] = []
 
@@ -428,7 +452,7 @@ def test_concurrent_searches_agree(
         own = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         try:
             for i in range(offset, len(tasks), 3):
-                results[i] = ids(search(own, task_terms(tasks[i])))
+                results[i] = ids(search(own, task_terms(tasks[i]), index=shared))
         except BaseException as exc:  # reported below, in the test's thread
             errors.append(exc)
         finally:
@@ -445,14 +469,20 @@ def test_concurrent_searches_agree(
 
 def test_index_stats_match_the_table(labelled: tuple[sqlite3.Connection, Corpus]) -> None:
     conn, _ = labelled
-    stats = candidates.index_stats(conn)
+    stats = fts.index_stats(conn)
     assert stats.rows == conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
     assert stats.max_rowid == conn.execute("SELECT max(seq) FROM memory_records").fetchone()[0]
+    assert stats.counted == conn.execute(
+        "SELECT count(*) FROM memory_records WHERE term_counts IS NOT NULL").fetchone()[0]
+    lengths = [fts.counts_length(text) for (text,) in conn.execute(
+        "SELECT term_counts FROM memory_records WHERE term_counts IS NOT NULL")]
+    assert stats.total_tokens == sum(lengths)
     assert stats.avgdl > 10
 
 
 def test_stems_agree_with_fts5() -> None:
-    found = candidates.stems(["retries", "retry", "timeouts", "Caching", "a b", "", "naïve"])
+    conn = sqlite3.connect(":memory:")
+    found = fts.stems(conn, ["retries", "retry", "timeouts", "Caching", "a b", "", "naïve"])
     assert found["retries"] == found["retry"] == "retri"
     assert found["timeouts"] == "timeout"
     assert found["Caching"] == "cach"
@@ -469,11 +499,14 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _retrieve(
-    conn: sqlite3.Connection, task: dict[str, Any], fetch: Any = fetch_candidates
+    conn: IndexedConnection, task: dict[str, Any], fetch: Any = None
 ) -> tuple[list[str], list[dict[str, Any]], str]:
     """The whole retrieval as the daemon runs it: terms, candidates, rank, dedupe, pack, fence."""
     terms = task_terms(task)
-    found = fetch(conn, terms, project="alpha", agent="dallas", now_iso=NOW, limit=50)
+    if fetch is None:
+        found = search(conn, terms, limit=50)
+    else:
+        found = fetch(conn, terms, project="alpha", agent="dallas", now_iso=NOW, limit=50)
     ranked = rank(found, task_files=task_files(task), project="alpha", agent="dallas",
                   now=datetime(2026, 6, 1, tzinfo=UTC))
     text, chosen = pack(dedupe(ranked), top_k=8, max_bytes=8192)
@@ -488,7 +521,7 @@ def benchmark(rows: int, db: Path, queries: int, reference: int) -> None:
         fill(conn, corpus)
         conn.close()
         print(f"built {rows} rows in {time.perf_counter() - started:.0f} s")
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, factory=IndexedConnection)
     tasks = _tasks(corpus, queries + 50, seed=11)
     for task in tasks[:50]:  # warm the page cache and the stem cache, as a running daemon is
         _retrieve(conn, task)
@@ -533,20 +566,23 @@ if __name__ == "__main__":
     sys.exit(0)
 
 
-def test_stem_cache_overflow_keeps_answering(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A full stem cache is emptied; words asked for in the same call must still be answered
-    (this raised KeyError before), and matching must not fail or undercount."""
-    from minionsd.retrieval.candidates import _Stemmer
+def test_a_huge_token_is_counted_and_stemmed_without_decode_errors(
+    conn: IndexedConnection,
+) -> None:
+    """FTS5 cuts a token at a byte limit, which can split a character: term counts, stems and
+    retrieval still work, and the row is found by its other words."""
+    word = "字" * 12_000
+    add(conn, "M-1", f"{word} kafka lag")
+    counts = fts.term_counts(conn, "", f"{word} kafka lag", "")
+    assert fts.counts_length(counts) == 3
+    assert fts.stems(conn, [word, "kafka"])["kafka"] == "kafka"
+    assert ids(search(conn, [word, "kafka"])) == ["M-1"]
 
-    stemmer = _Stemmer()
-    monkeypatch.setattr(_Stemmer, "_MAX_CACHE", 5)
-    first = stemmer.lookup([b"caching", b"retries", b"tokens"])
-    assert first == {b"caching": "cach", b"retries": "retri", b"tokens": "token"}
-    both = stemmer.lookup([b"caching", b"timeouts", b"refreshing", b"rollbacks"])
-    assert both[b"caching"] == "cach" and both[b"rollbacks"] == "rollback"
-    assert stemmer.matching({b"caches", b"cache", b"refreshed", b"x1", b"x2"},
-                            ["cach", "refresh"]) == {b"caches": "cach", b"cache": "cach",
-                                                     b"refreshed": "refresh"}
+
+def test_term_counts_weigh_columns_like_bm25(conn: IndexedConnection) -> None:
+    counts = fts.term_counts(conn, "Retry retries", "retry the cache", "cache")
+    assert counts.splitlines()[0] == "2 6 1"
+    assert scoring.parse_counts(counts) == {"retri": "9", "the": "1", "cach": "3"}
 
 
 _ABSENT_STEMS = st.text("qxz", min_size=2, max_size=5)  # no word of the corpus has these
@@ -559,44 +595,38 @@ _ABSENT_STEMS = st.text("qxz", min_size=2, max_size=5)  # no word of the corpus 
        aux=st.lists(st.sampled_from(COMMON), max_size=6).map(" ".join))
 def test_stored_counts_read_like_tokenising_the_row(data: st.DataObject, title: str, body: str,
                                                     aux: str) -> None:
-    """Whether a row's stored counts are read by per-query expression, from the merged memo
-    or parsed whole (from its WHOLE_AFTER-th search on), every query gets what tokenising the
-    row gives: the stems of the query the row holds, with their weighted counts, in query
-    order."""
-    entry = candidates._parse_stored("M-1", term_counts(title, body, aux))
+    """Every query gets from a row's stored counts what counting the row's words gives: the
+    stems of the query the row holds, with their weighted counts, in query order (the first
+    query parses the row, later ones read the parsed form)."""
+    conn = sqlite3.connect(":memory:")
+    entry = scoring.parse_stored("M-1", fts.term_counts(conn, title, body, aux))
     assert entry is not None
     words = sorted(set((title + " " + body + " " + aux).split()))
-    stem_of = candidates.stems(words)
+    stem_of = fts.stems(conn, words)
+    # Counted independently: each column's words, stemmed, weighted like bm25.
+    weighted: dict[str, float] = {}
+    for text, weight in zip((title, body, aux), fts.BM25_WEIGHTS, strict=True):
+        for word in text.split():
+            weighted[stem_of[word]] = weighted.get(stem_of[word], 0.0) + weight
     own = sorted({stem for stem in stem_of.values() if stem})
     # Queries of the row's own stems (in a drawn order, so each brings new ones) and stems it
-    # lacks; asked twice over, so the later ones are answered from the memo or whole parse.
+    # lacks; asked twice over.
     order = data.draw(st.permutations(own))
     size = max(1, len(order) // 6)
     queries = [tuple(sorted({*order[i:i + size], data.draw(_ABSENT_STEMS)}))
                for i in range(0, len(order), size)]
-    looked_for: set[str] = set()
-    searches = 0
+    index = RecallIndex()
     for key in queries + queries:
-        stem_terms = {stem: [stem] for stem in key}
-        tokenised = candidates._count_text([(1, "M-1", title, body, aux)], stem_terms)[0].freq
-        expected = {stem: tokenised[stem] for stem in key if stem in tokenised}
-        if searches < candidates._Stored.WHOLE_AFTER and not looked_for.issuperset(key):
-            searches += 1
-            looked_for |= set(key)
-        got = entry.weights(key)
+        expected = {stem: weighted[stem] for stem in key if stem in weighted}
+        got = entry.weights(key, index)
         assert got == expected
         assert list(got) == list(expected)
-        assert entry.state[0] == (searches >= candidates._Stored.WHOLE_AFTER)
 
 
-def test_whole_parse_reads_a_malformed_row_like_the_expression() -> None:
-    """A hand-edited row whose lines are not two words each: parsing it whole gives what the
-    per-query expression gives."""
+def test_a_malformed_row_is_read_line_by_line() -> None:
+    """A hand-edited row whose lines are not two words each: each `<stem> <count>` line is
+    read, the rest ignored."""
     stored = "2 9 1\nalpha 2\nbeta 3 extra\ngamma 4\nlonely\ndelta 0\n"
     key = ("alpha", "beta", "delta", "gamma", "lonely")
-    by_expression = candidates._parse_stored("M-1", stored).weights(key)
-    whole = candidates._parse_stored("M-1", stored)
-    for extra in ("q1", "q2", "q3", "q4"):
-        whole.weights((extra,))
-    assert whole.state[0]
-    assert whole.weights(key) == by_expression == {"alpha": 2.0, "beta": 3.0, "gamma": 4.0}
+    entry = scoring.parse_stored("M-1", stored)
+    assert entry.weights(key, RecallIndex()) == {"alpha": 2.0, "beta": 3.0, "gamma": 4.0}

@@ -14,18 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.retrieval import candidates
-from minionsd.retrieval.candidates import _DF_CACHE, _database_key, _idf, fetch_candidates
+from minionsd import fts
+from minionsd.retrieval.candidates import fetch_candidates
+from minionsd.retrieval.index import DF_CACHE_SECONDS, RecallIndex
+from minionsd.retrieval.scoring import idf as _idf
 from tests.unit.test_candidates import add, open_db
 
 NOW = "2026-06-01T00:00:00.000Z"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    candidates.clear_caches()
-    yield
-    candidates.clear_caches()
 
 
 @pytest.fixture
@@ -39,8 +34,10 @@ def db(tmp_path: Path) -> Iterator[Path]:
     yield path
 
 
-def search(conn: sqlite3.Connection, terms: list[str]) -> list[dict]:
-    return fetch_candidates(conn, terms, project=None, agent=None, now_iso=NOW, limit=50)
+def search(conn: sqlite3.Connection, terms: list[str],
+           index: RecallIndex | None = None) -> list[dict]:
+    return fetch_candidates(index or RecallIndex(), conn, terms, project=None, agent=None,
+                            now_iso=NOW, limit=50)
 
 
 @given(df=st.integers(0, 10**9), rows=st.integers(0, 10**9))
@@ -56,10 +53,11 @@ def test_a_df_above_the_row_count_counts_as_a_term_in_every_row() -> None:
 def test_a_df_cached_from_a_larger_table_does_not_break_retrieval(db: Path) -> None:
     conn = sqlite3.connect(db, isolation_level=None)
     try:
-        rows = candidates.index_stats(conn).rows
+        rows = fts.index_stats(conn).rows
         # As if counted a moment ago in a snapshot with more rows (then some were deleted).
-        _DF_CACHE.put(_database_key(conn), "alpha", rows + 2, rows, time.monotonic(), None)
-        found = search(conn, ["alpha", "cache"])
+        index = RecallIndex()
+        index._dfs["alpha"] = (rows + 2, rows, time.monotonic() + DF_CACHE_SECONDS, None)
+        found = search(conn, ["alpha", "cache"], index)
         assert sorted(r["id"] for r in found) == ["M-0", "M-1", "M-2"]
     finally:
         conn.close()

@@ -62,7 +62,7 @@ def test_generic_shows_nested_objects_as_key_value_lines() -> None:
 STATUS = {
     "version": "1.0", "pid": 42, "uptime_s": 3725.2, "home": "/h", "socket": "/h/s.sock",
     "records": {"active": 3, "superseded": 1, "retracted": 0, "expired": 0},
-    "index": {"fts_segments": 1}, "retrieval": {"enabled": True, "shadow": False},
+    "retrieval": {"enabled": True, "shadow": False},
     "llm": {"configured": True},
     "inbox": {"pending": 2, "eligible": 1, "held": 1, "quarantined": 0},
     "consolidation": {"last_at": "2026-12-01T15:00:00.000Z", "last_mode": "llm",

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from minionsd import records
+from minionsd import fts, records
 from minionsd.db import migrate
 from minionsd.ftsquery import index_aux_text
-from minionsd.retrieval import candidates
-from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive, term_counts
+from minionsd.retrieval import eligibility
+from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.retrieval.index import RecallIndex
 from minionsd.retrieval.recordview import DENSE_LIMIT, RecordView
 
 NOW = "2026-06-01T00:00:00.000Z"
@@ -45,7 +46,7 @@ def insert(conn: sqlite3.Connection, rid: str, body: str = "plain note body",
            VALUES (:seq, :id, :type, :scope, :status, :trust, :title, :body, :source,
                :created_at, :created_at, :expires_at, :aux, :counts)""",
         row | {"id": rid, "body": body, "source": f"notes/{rid}.md", "aux": aux,
-               "counts": term_counts(row["title"], body, aux)},
+               "counts": fts.term_counts(conn, row["title"], body, aux)},
     )
     return int(cur.lastrowid)
 
@@ -56,7 +57,7 @@ def rewrite(conn: sqlite3.Connection, rid: str, *, title: str, body: str) -> Non
     conn.execute(
         "UPDATE memory_records SET title = ?, body = ?, search_aux = ?, term_counts = ? "
         "WHERE id = ?",
-        (title, body, aux, term_counts(title, body, aux), rid),
+        (title, body, aux, fts.term_counts(conn, title, body, aux), rid),
     )
 
 
@@ -64,11 +65,12 @@ def last_change(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT max(id) FROM record_changes").fetchone()[0] or 0
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches() -> Iterator[None]:
-    candidates.clear_caches()
-    yield
-    candidates.clear_caches()
+class Reader(sqlite3.Connection):
+    """A reader connection with the RecallIndex it searches with (a fresh one per test)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.index = RecallIndex()
 
 
 @pytest.fixture
@@ -142,7 +144,7 @@ def test_recall_filter_matches_the_sql_filter(conn: sqlite3.Connection) -> None:
     every = expected + excluded
     assert view.recallable(every, SCOPES, NOW, len(every)) == expected
 
-    where, binds = candidates._filters("alpha", "dallas")
+    where, binds = eligibility.sql_filter("alpha", "dallas")
     by_sql = [row[0] for row in conn.execute(
         f"SELECT seq FROM memory_records AS r WHERE {where} ORDER BY seq",
         binds | {"now": NOW})]
@@ -448,8 +450,10 @@ def test_sync_from_an_older_snapshot_does_not_reopen_a_stale_token(
 # --- fetch_candidates never serves stale records --------------------------------------------
 
 
-def _search(conn: sqlite3.Connection, terms: list[str]) -> list[dict[str, Any]]:
-    return fetch_candidates(conn, terms, project="alpha", agent="dallas", now_iso=NOW, limit=20)
+def _search(conn: Reader, terms: list[str],
+            index: RecallIndex | None = None) -> list[dict[str, Any]]:
+    return fetch_candidates(index or conn.index, conn, terms, project="alpha", agent="dallas",
+                            now_iso=NOW, limit=20)
 
 
 def _reference(conn: sqlite3.Connection, terms: list[str]) -> dict[str, float]:
@@ -459,7 +463,7 @@ def _reference(conn: sqlite3.Connection, terms: list[str]) -> dict[str, float]:
 
 
 @pytest.fixture
-def corpus(conn: sqlite3.Connection, db_path: Path) -> Iterator[sqlite3.Connection]:
+def corpus(conn: sqlite3.Connection, db_path: Path) -> Iterator[Reader]:
     """Three kafka notes among unrelated ones (so idf is positive), and a read-only reader
     connection like the daemon's: retrieval reads through it, writes go through `conn`."""
     insert(conn, "M-k1", "kafka kafka kafka consumer lag", title="Kafka lag")
@@ -467,7 +471,8 @@ def corpus(conn: sqlite3.Connection, db_path: Path) -> Iterator[sqlite3.Connecti
     insert(conn, "M-k3", "kafka topic retention settings", scope="project:alpha")
     for i in range(12):
         insert(conn, f"M-x{i}", f"unrelated css grid note number {i}")
-    reader = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
+    reader = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None,
+                             factory=Reader)
     reader.row_factory = sqlite3.Row
     yield reader
     reader.close()
@@ -482,7 +487,7 @@ def test_fetch_candidates_drops_a_retracted_record_at_once(
 ) -> None:
     reader = corpus
     assert sorted(r["id"] for r in _search(reader, ["kafka"])) == ["M-k1", "M-k2", "M-k3"]
-    view = candidates._record_view(reader)
+    view = reader.index.view
     k1 = _seq(conn, "M-k1")
     assert k1 in view.cached("rows", [k1])[0]  # the caches are in play
     assert k1 in view.cached("counts", [k1])[0]
@@ -511,7 +516,7 @@ def test_fetch_candidates_returns_updated_content(
     for rid, rec in first.items():
         assert rec["bm25"] == pytest.approx(reference[rid], rel=1e-9)
     k1 = _seq(conn, "M-k1")
-    view = candidates._record_view(reader)
+    view = reader.index.view
     assert k1 in view.cached("counts", [k1])[0] and k1 in view.cached("rows", [k1])[0]
 
     rewrite(conn, "M-k1", title="Zookeeper sessions", body="kafka zookeeper session expiry")
@@ -576,10 +581,10 @@ def test_fetch_candidates_after_the_log_is_pruned(
     assert found["M-k3"]["body"] == "kafka retention is seven days"
 
 
-def test_a_database_replaced_at_the_same_path_gets_its_own_view(tmp_path: Path) -> None:
-    from minionsd.db import migrate
-    from minionsd.retrieval.candidates import fetch_candidates
-
+def test_a_database_replaced_at_the_same_path_is_read_by_a_new_index(tmp_path: Path) -> None:
+    """A daemon opens a database once, with a RecallIndex of its own: a file replaced at the
+    same path (an offline restore) is read by the next daemon's new index, never by caches of
+    the one it replaced."""
     path = tmp_path / "state.db"
 
     def build(ids: list[str]) -> None:
@@ -598,7 +603,8 @@ def test_a_database_replaced_at_the_same_path_gets_its_own_view(tmp_path: Path) 
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             return sorted(r["id"] for r in fetch_candidates(
-                conn, ["kumquat"], project=None, agent=None, now_iso=NOW, limit=50))
+                RecallIndex(), conn, ["kumquat"], project=None, agent=None, now_iso=NOW,
+                limit=50))
         finally:
             conn.close()
 
@@ -626,7 +632,7 @@ def test_concurrent_readers_never_see_a_record_after_its_retraction(
         try:
             while not stop.is_set():
                 started = time.monotonic()
-                found = {r["id"] for r in _search(reader, ["kafka"])}
+                found = {r["id"] for r in _search(reader, ["kafka"], corpus.index)}
                 for rid, when in list(retracted_at.items()):
                     if when < started and rid in found:
                         failures.append(f"{rid} returned after its retraction")

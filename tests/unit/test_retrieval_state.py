@@ -1,0 +1,60 @@
+"""Retrieval keeps no state in its modules: every cache lives in a RecallIndex, whose lifetime
+is the open database's (so two databases, or two tests, never share one)."""
+
+from __future__ import annotations
+
+import array
+import collections
+import importlib
+import sqlite3
+from pathlib import Path
+
+from minionsd.db import migrate
+from minionsd.retrieval.candidates import fetch_candidates
+from minionsd.retrieval.index import RecallIndex
+
+# The modules of the retrieval core (rank.py and pack.py only memoise pure text functions).
+MODULES = ("minionsd.fts", "minionsd.retrieval.candidates", "minionsd.retrieval.eligibility",
+           "minionsd.retrieval.index", "minionsd.retrieval.planner",
+           "minionsd.retrieval.query", "minionsd.retrieval.recordview",
+           "minionsd.retrieval.scoring")
+MUTABLE = (dict, list, set, bytearray, collections.deque, array.array)
+
+
+def test_no_module_level_mutable_state() -> None:
+    found = []
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if attr.startswith("__"):
+                continue
+            if isinstance(value, MUTABLE) or hasattr(value, "cache_info"):
+                found.append(f"{name}.{attr}")
+    assert found == []
+
+
+def _db(path: Path, bodies: list[str]) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn)
+    for i, body in enumerate(bodies):
+        conn.execute(
+            "INSERT INTO memory_records (id, type, scope, trust, body, created_at, updated_at) "
+            "VALUES (?, 'semantic', 'global', 'human', ?, '2026-01-01', '2026-01-01')",
+            (f"M-{path.stem}-{i}", body))
+    return conn
+
+
+def test_two_databases_with_two_indexes_never_mix(tmp_path: Path) -> None:
+    """Same seqs, same words, different records: each index answers for its own database."""
+    a = _db(tmp_path / "a.db", ["kumquat harvest", "kumquat jam"])
+    b = _db(tmp_path / "b.db", ["kumquat tree"])
+    index_a, index_b = RecallIndex(), RecallIndex()
+
+    def ids(index: RecallIndex, conn: sqlite3.Connection) -> list[str]:
+        return sorted(r["id"] for r in fetch_candidates(
+            index, conn, ["kumquat"], project=None, agent=None,
+            now_iso="2026-06-01T00:00:00.000Z", limit=10))
+
+    for _ in range(2):  # the second round is answered from the caches
+        assert ids(index_a, a) == ["M-a-0", "M-a-1"]
+        assert ids(index_b, b) == ["M-b-0"]
