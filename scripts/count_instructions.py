@@ -35,7 +35,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_data
 
-from minionsd import records
+from minionsd import record_fields, records
 from minionsd.config import defaults
 from minionsd.db import connect, migrate
 
@@ -54,7 +54,7 @@ def build(path: Path, count: int) -> None:
     began = time.monotonic()
     conn.execute("BEGIN")
     for index, params in enumerate(bench_data.record_stream(vocab, SEED, 0, count, NOW)):
-        records.insert(conn, records.validate_new(params), NOW)
+        records.insert(conn, record_fields.validate_new(params), NOW)
         if index % 5000 == 4999:
             conn.execute("COMMIT")
             conn.execute("BEGIN")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minionsd import purge, records
+from minionsd import purge, record_fields, records
 from minionsd.app import RESTART_KEYS, App
 from minionsd.config import check_value, lookup_key
 from minionsd.errors import ConfigError, InvalidParams, NotFound
@@ -62,7 +62,7 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         unknown = sorted(set(optional) - allowed)
         if unknown:
             raise InvalidParams(f"memory.add: unexpected param '{unknown[0]}'", param=unknown[0])
-        fields = records.validate_new(
+        fields = record_fields.validate_new(
             {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
             | optional
         )

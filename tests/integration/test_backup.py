@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import backup, records, restore
+from minionsd import backup, record_fields, records, restore
 from minionsd.app import App
 from minionsd.client import RpcError
 from minionsd.config import load as load_config
@@ -296,7 +296,7 @@ def test_check_target_rules(offline_app, short_home):
 def test_restore_refuses_a_stale_fts_index(offline_app, short_home):
     app = offline_app
     for i in range(3):
-        app.db.write_blocking(records.insert, records.validate_new(
+        app.db.write_blocking(records.insert, record_fields.validate_new(
             {"body": f"indexed words {i}", "type": "semantic", "scope": "global",
              "trust": "human", "source": "test"}), app.now())
     target = short_home.parent / "backup"

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd import fts, records
+from minionsd import fts, record_fields, records
 from minionsd.db import connect, migrate
 from minionsd.fence import scrub_surrogates
 from minionsd.retrieval.candidates import fetch_candidates
@@ -78,7 +78,7 @@ def test_any_record_is_stored_readable_and_found(conn: sqlite3.Connection, title
                                                  body: str, tag: str, n: int) -> None:
     marker = f"marker{n}qz"
     text = f"{body} {marker}"
-    fields = records.validate_new({
+    fields = record_fields.validate_new({
         "body": text, "type": "semantic", "scope": "global", "trust": "human",
         "source": "test:awkward", "title": title[:500], "tags": [tag[:300]],
         "meta": {"k": tag[:50]}})

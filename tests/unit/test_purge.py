@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import purge, purged, records
+from minionsd import purge, purged, record_fields, records
 from minionsd.db import connect, migrate
 from minionsd.errors import InvalidState, NotFound
 
@@ -17,7 +17,7 @@ NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 def _add(conn, body: str, title: str = "") -> str:
     conn.execute("BEGIN IMMEDIATE")
-    fields = records.validate_new({"body": body, "title": title, "type": "semantic",
+    fields = record_fields.validate_new({"body": body, "title": title, "type": "semantic",
                                    "scope": "global", "trust": "human", "source": "x.md"})
     record_id = records.insert(conn, fields, NOW)
     conn.execute("COMMIT")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd import records
+from minionsd import record_fields, records
 from minionsd.clock import iso
 from minionsd.db import connect, migrate
 from minionsd.errors import InvalidParams, InvalidState
@@ -29,7 +29,7 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def new_record(conn: sqlite3.Connection, now: datetime, expires_in_h: int | None) -> str:
-    fields = records.validate_new({
+    fields = record_fields.validate_new({
         "body": "a note", "type": "semantic", "scope": "global", "trust": "human",
         "source": "test", "expires_at": None if expires_in_h is None
         else iso(now + timedelta(hours=expires_in_h))})

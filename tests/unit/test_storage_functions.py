@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import job_runs, kb_index, records
+from minionsd import job_runs, kb_index, record_fields, records
 from minionsd.db import Database, migrate
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -26,7 +26,7 @@ def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def _record(conn: sqlite3.Connection, body: str, content_hash: str) -> str:
-    fields = records.validate_new({"body": body, "type": "semantic", "scope": "global",
+    fields = record_fields.validate_new({"body": body, "type": "semantic", "scope": "global",
                                    "trust": "human", "source": "x.md"})
     return records.insert(conn, fields, NOW, content_hash)
 
