@@ -78,16 +78,21 @@ def cmd_service_install(args: argparse.Namespace, _call: Call) -> tuple[Any, For
 
     kind = args.kind or ("launchd" if sys.platform == "darwin" else "user")
     executable, home = _minionsd_executable(), str(home_of(args))
+    warning = None
     try:
         text = service.render_unit(kind, executable, home)
         if kind == "system":
             service.check_system_paths(executable, home)
     except MinionsError as exc:
-        raise CommandError(exc.detail) from None
+        if not (args.print_only and kind == "system"):
+            raise CommandError(exc.detail) from None
+        warning = exc.detail  # printing a unit is harmless; installing this one is refused
     path = service.default_install_path(kind)
     result: dict[str, Any] = {"kind": kind, "path": str(path), "minionsd": executable,
                               "home": home, "written": False,
                               "commands": service.enable_commands(kind, path)}
+    if warning:
+        result["warning"] = warning
     if args.print_only:
         result["unit"] = text
         return result, _fmt_service
@@ -108,6 +113,8 @@ def _fmt_service(r: dict[str, Any]) -> str:
         steps.insert(0, f"  (the home {r['home']} must exist and belong to the user 'minions')")
     if not r["written"]:
         # stdout carries only the unit, so it can be redirected into place.
+        if r.get("warning"):
+            print(f"# warning: {r['warning']}", file=sys.stderr)
         print(f"# install as {r['path']}, then:\n" + "\n".join(steps), file=sys.stderr)
         return r["unit"].rstrip("\n")
     return f"wrote {r['path']}\nenable and start it with:\n" + "\n".join(steps)

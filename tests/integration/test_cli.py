@@ -236,6 +236,12 @@ def test_service_install_print(tmp_path):
     assert described["minionsd"] == executable and described["home"] == str(system_home)
     assert described["path"] == "/etc/systemd/system/minionsd.service"
     assert described["written"] is False and "ReadWritePaths" in described["unit"]
+    # Printing is harmless; installing a unit whose executable PrivateTmp=yes hides is refused.
+    hidden = executable.startswith(("/tmp/", "/var/tmp/"))
+    assert ("warning" in described) == hidden
+    if hidden:
+        refused = run_ctl("--home", str(system_home), "service", "install", "--system")
+        assert refused.returncode == 1 and "PrivateTmp" in refused.stderr
 
 
 def test_service_install_writes_the_unit(tmp_path):

@@ -300,8 +300,14 @@ def test_system_unit_refuses_a_venv_interpreter_private_tmp_hides(tmp_path, monk
 def test_service_install_system_refuses_a_home_under_tmp(tmp_path):
     home = Path("/tmp") / tmp_path.name / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINIONS_")}
-    done = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(home), "service",
-                           "install", "--system", "--print"], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and done.stdout == ""
-    assert "PrivateTmp=yes" in done.stderr and str(home) in done.stderr
+    def install(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(home),
+                               "service", "install", "--system", *extra], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+
+    refused = install()  # refused before anything is written (no root needed to see it)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "PrivateTmp=yes" in refused.stderr and str(home) in refused.stderr
+    printed = install("--print")  # printing is harmless: the unit, and the warning on stderr
+    assert printed.returncode == 0 and "ExecStart=" in printed.stdout
+    assert "warning" in printed.stderr and "PrivateTmp=yes" in printed.stderr
