@@ -24,19 +24,20 @@ from typing import Any
 
 import structlog
 
-from minionsd import __version__, logsetup, records
+from minionsd import __version__, logsetup
 from minionsd import config as config_mod
-from minionsd.app import App
 from minionsd.clock import parse_iso
-from minionsd.db import Database
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
-from minionsd.pidfile import PidFile
-from minionsd.retrieval.index import RecallIndex
+from minionsd.memory.app import App
+from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
-from minionsd.systemd import Notifier
+from minionsd.service.systemd import Notifier
+from minionsd.storage import records
+from minionsd.storage.database import Database
+from minionsd.storage.pidfile import PidFile
 
 log = structlog.get_logger()
 EXIT_CONFIG = 2
@@ -226,7 +227,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
     """Background parts (watcher, consolidation, scheduler...) in start order."""
-    from minionsd import components
+    from minionsd.service import components
 
     return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
 

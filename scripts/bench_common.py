@@ -25,8 +25,8 @@ from typing import Any
 
 import bench_data
 
-from minionsd.db import connect
 from minionsd.rpc.client import Client
+from minionsd.storage.database import connect
 from tests.harness import DaemonProcess
 
 WARMUP_BUDGET_S = 15.0

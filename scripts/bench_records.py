@@ -31,9 +31,10 @@ from bench_common import (
 )
 from bench_retrieval import bench_retrieval
 
-from minionsd import fts, ftsquery, records
-from minionsd.db import connect
 from minionsd.rpc.client import Client
+from minionsd.storage import fts, records
+from minionsd.storage.database import connect
+from minionsd.text import ftsquery
 
 LOAD_BATCH = 500
 LOAD_BATCH_BYTES = 900_000  # stay under server.max_request_bytes (1 MiB)

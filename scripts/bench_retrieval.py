@@ -26,8 +26,9 @@ from bench_common import (
     say,
 )
 
-from minionsd import fts, ftsquery
 from minionsd.rpc.client import Client, RpcError
+from minionsd.storage import fts
+from minionsd.text import ftsquery
 from tests.harness import REPO
 
 METHOD_NOT_FOUND = -32601
@@ -37,7 +38,7 @@ def terms_for(task: dict[str, Any]) -> tuple[list[str], str]:
     """The task's query terms: minionsd.retrieval.query.task_terms if present, else the same
     word rules memory.search uses (ftsquery.search_terms), capped at 32."""
     try:
-        from minionsd.retrieval.query import task_terms  # type: ignore[import-not-found]
+        from minionsd.memory.retrieval.query import task_terms  # type: ignore[import-not-found]
     except ImportError:
         task_terms = None
     if task_terms is not None:

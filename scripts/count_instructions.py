@@ -35,9 +35,9 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_data
 
-from minionsd import record_fields, records
 from minionsd.config import defaults
-from minionsd.db import connect, migrate
+from minionsd.storage import record_fields, records
+from minionsd.storage.database import connect, migrate
 
 SEED = 7
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -66,10 +66,10 @@ def build(path: Path, count: int) -> None:
 
 def workload(db: Path, mode: str, calls: int) -> None:
     """Run in the child: warm up, then `calls` counted rounds or tasks."""
-    from minionsd.fence import fence
-    from minionsd.recall import _pack
-    from minionsd.retrieval.index import RecallIndex
-    from minionsd.retrieval.query import task_terms
+    from minionsd.memory.recall import _pack
+    from minionsd.memory.retrieval.index import RecallIndex
+    from minionsd.memory.retrieval.query import task_terms
+    from minionsd.text.fence import fence
 
     # The default configuration, keyed the way the daemon's Config is ("engine.top_k").
     settings = {f"{section}.{name}": value for section, keys in defaults().items()

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
 from minionsd.agents.session import Session, ToolFailure, extract_section, standing_prompt
-from minionsd.fence import MEMORY_PREAMBLE
+from minionsd.text.fence import MEMORY_PREAMBLE
 
 SOCKET_TIMEOUT_S = 2.0
 HOOK_DEADLINE_S = 5

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from minionsd.agents.session import Session, ToolFailure, extract_section, standing_prompt
-from minionsd.fence import fence
+from minionsd.text.fence import fence
 
 PINNED_URI = "minions://pinned"
 TEAM_NOTES_URI = "minions://team-notes"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from minionsd.fence import FENCE_NAME
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
+from minionsd.text.fence import FENCE_NAME
 
 CALL_TIMEOUT_S = 30.0
 

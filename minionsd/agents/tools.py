@@ -13,7 +13,7 @@ from typing import Any
 
 from minionsd.agents.schema import SchemaError, check
 from minionsd.agents.session import Session, ToolFailure
-from minionsd.fence import fence
+from minionsd.text.fence import fence
 
 Result = tuple[str, dict[str, Any]]
 

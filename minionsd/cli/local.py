@@ -44,7 +44,7 @@ def _fmt_init(r: dict[str, Any]) -> str:
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
     from minionsd.errors import MinionsError
-    from minionsd.restore import restore
+    from minionsd.memory.restore import restore
 
     home = home_of(args)
     try:
@@ -73,8 +73,8 @@ def _minionsd_executable() -> str:
 
 
 def cmd_service_install(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
-    from minionsd import service
     from minionsd.errors import MinionsError
+    from minionsd.service import units as service
 
     kind = args.kind or ("launchd" if sys.platform == "darwin" else "user")
     executable, home = _minionsd_executable(), str(home_of(args))

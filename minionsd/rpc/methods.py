@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minionsd import purge, record_fields, records
-from minionsd.app import RESTART_KEYS, App
 from minionsd.config import check_value, lookup_key
 from minionsd.errors import ConfigError, InvalidParams, NotFound
-from minionsd.redact import redact
+from minionsd.memory import purge
+from minionsd.memory.app import RESTART_KEYS, App
 from minionsd.rpc.protocol import Handler
+from minionsd.storage import record_fields, records
+from minionsd.text.redact import redact
 from minionsd.threads import run_in_daemon_thread
 
 

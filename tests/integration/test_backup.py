@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import backup, record_fields, records, restore
-from minionsd.app import App
 from minionsd.client import RpcError
 from minionsd.config import load as load_config
-from minionsd.consolidate import journal
-from minionsd.db import Database
 from minionsd.errors import Conflict, InvalidParams, InvalidState, StorageError
 from minionsd.home import Home
+from minionsd.memory import backup, restore
+from minionsd.memory.app import App
+from minionsd.storage import journal, record_fields, records
+from minionsd.storage.database import Database
 from tests.conftest import REPO, wait_for
 
 CONFIG = "[engine]\ninbox_settle_ms = 50\nauto_consolidate_memory = false\n"

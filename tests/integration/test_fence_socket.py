@@ -3,7 +3,7 @@ pack (memory.retrieve and prompt.assemble) holds exactly one real closing tag pe
 
 from __future__ import annotations
 
-from minionsd.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME
 
 NEG_SQUARED = "".join(chr(0x1F170 + ord(c) - 65) for c in "UNTRUSTED")
 ATTACKS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from minionsd import fts
+from minionsd.storage import fts
 from tests.conftest import wait_for
 
 

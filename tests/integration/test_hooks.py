@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from minionsd.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME
 from tests.conftest import REPO
 
 SESSION = "3f1c9a1e-5b7d-4c52-9a0e-2d6f0b8e7c11"

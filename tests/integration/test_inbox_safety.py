@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from minionsd.client import Client, RpcError
-from minionsd.markdown import parse_note
+from minionsd.text.markdown import parse_note
 from tests.conftest import REPO, wait_for
 
 T0 = "2030-01-01T00:00:00.000Z"

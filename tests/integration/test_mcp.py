@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from minionsd.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME
 from tests.conftest import REPO, DaemonProcess, wait_for
 
 TOOL_NAMES = ["memory_context", "memory_search", "memory_get", "memory_note", "memory_outcome",

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from minionsd.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME
 from tests.conftest import DaemonProcess
 from tests.integration.test_mcp import session
 

@@ -172,7 +172,7 @@ def test_reindex_rebuilds_and_imports(clocked):
 
 
 def _notebook_with_old_entries(home: Path, count: int) -> Path:
-    from minionsd.consolidate import notebooks
+    from minionsd.memory.consolidate import notebooks
 
     text = None
     for i in range(count):

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd.fence import scrub_surrogates
+from minionsd.text.fence import scrub_surrogates
 from tests.conftest import wait_for
 from tests.integration.test_consolidation import archived, drop, home_with, note
 from tests.unit.test_awkward_unicode import AWKWARD, AWKWARD_SPACED

@@ -11,7 +11,7 @@ from minionsd.agents.project import IdentityError, repo_name_from_url, resolve_a
 from minionsd.agents.schema import SchemaError, check
 from minionsd.agents.session import extract_section
 from minionsd.agents.tools import TOOLS
-from minionsd.fence import fence
+from minionsd.text.fence import fence
 
 NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=30
                 ).filter(lambda s: not s.endswith(".git") and s not in (".", ".."))

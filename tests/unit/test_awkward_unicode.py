@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd import fts, record_fields, records
-from minionsd.db import connect, migrate
-from minionsd.fence import scrub_surrogates
-from minionsd.retrieval.candidates import fetch_candidates
-from minionsd.retrieval.index import RecallIndex
-from minionsd.retrieval.scoring import parse_counts, parse_stored
+from minionsd.memory.retrieval.candidates import fetch_candidates
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.scoring import parse_counts, parse_stored
+from minionsd.storage import fts, record_fields, records
+from minionsd.storage.database import connect, migrate
+from minionsd.text.fence import scrub_surrogates
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 # First code points of scripts whose words have no spaces or use multi-byte UTF-8.

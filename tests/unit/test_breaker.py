@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from minionsd.consolidate.breaker import content_hash, find_storm, storm_hash
+from minionsd.memory.consolidate.breaker import content_hash, find_storm, storm_hash
 
 # Expected values computed with Node: sha256(s.slice(0, 200) + ":" + s.length).
 NODE_HASHES = {

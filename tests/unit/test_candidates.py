@@ -26,15 +26,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd import fts
-from minionsd.fence import fence
-from minionsd.ftsquery import index_aux_text, search_terms
-from minionsd.retrieval import planner, scoring
-from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
-from minionsd.retrieval.index import RecallIndex
-from minionsd.retrieval.pack import dedupe, pack
-from minionsd.retrieval.query import task_files, task_terms
-from minionsd.retrieval.rank import rank
+from minionsd.memory.retrieval import planner, scoring
+from minionsd.memory.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.pack import dedupe, pack
+from minionsd.memory.retrieval.query import task_files, task_terms
+from minionsd.memory.retrieval.rank import rank
+from minionsd.storage import fts
+from minionsd.text.fence import fence
+from minionsd.text.ftsquery import index_aux_text, search_terms
 
 NOW = "2026-06-01T00:00:00.000Z"
 
@@ -154,7 +154,7 @@ class IndexedConnection(sqlite3.Connection):
 
 
 def open_db(path: Path) -> IndexedConnection:
-    from minionsd.db import migrate
+    from minionsd.storage.database import migrate
 
     conn = sqlite3.connect(path, isolation_level=None, factory=IndexedConnection)
     migrate(conn)
@@ -437,7 +437,7 @@ def test_common_terms_alone_still_find_something(
 def test_concurrent_searches_agree(
     labelled: tuple[sqlite3.Connection, Corpus], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from minionsd.retrieval import index as index_mod
+    from minionsd.memory.retrieval import index as index_mod
 
     conn, corpus = labelled
     path = conn.execute("PRAGMA database_list").fetchone()[2]

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd import fts
-from minionsd.retrieval.candidates import fetch_candidates
-from minionsd.retrieval.index import DF_CACHE_SECONDS, RecallIndex
-from minionsd.retrieval.scoring import idf as _idf
+from minionsd.memory.retrieval.candidates import fetch_candidates
+from minionsd.memory.retrieval.index import DF_CACHE_SECONDS, RecallIndex
+from minionsd.memory.retrieval.scoring import idf as _idf
+from minionsd.storage import fts
 from tests.unit.test_candidates import add, open_db
 
 NOW = "2026-06-01T00:00:00.000Z"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.consolidate import classify as classify_mod
-from minionsd.consolidate.classify import (
+from minionsd.memory.consolidate import classify as classify_mod
+from minionsd.memory.consolidate.classify import (
     CATEGORIES,
     archive_name,
     classify,
@@ -18,7 +18,7 @@ from minionsd.consolidate.classify import (
     title_slug,
     unique_path,
 )
-from minionsd.markdown import FrontMatterError, parse_note
+from minionsd.text.markdown import FrontMatterError, parse_note
 
 D = "2026-05-07"
 

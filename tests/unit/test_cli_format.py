@@ -202,10 +202,10 @@ def test_options_with_a_fixed_set_of_values_have_choices() -> None:
         action = next(a for a in parsers[command]._actions if a.dest == dest)
         return tuple(action.choices or ())
 
-    import minionsd.inbox
-    import minionsd.records
+    import minionsd.memory.inbox
+    import minionsd.storage.records
     from minionsd.home import KB_CATEGORIES
-    from minionsd.jobs import job_table
+    from minionsd.memory.jobs import job_table
 
     assert choices("search", "type") == minionsd.records.TYPES == records.TYPES
     assert choices("search", "status") == minionsd.records.STATUSES == records.STATUSES

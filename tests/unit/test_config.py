@@ -117,7 +117,7 @@ def test_the_version_comes_from_the_package_metadata():
     from importlib.metadata import version
 
     import minionsd
-    from minionsd.app import App
+    from minionsd.memory.app import App
 
     assert minionsd.__version__ == version("minionsd")
     assert App.__dataclass_fields__["version"].default == version("minionsd")

@@ -69,9 +69,9 @@ def test_one_deadline_for_all_and_every_component_still_gets_its_stop(short_budg
 
 def test_the_budget_fits_inside_specs_ten_seconds(tmp_path):
     from minionsd import config as config_mod
-    from minionsd.app import App
-    from minionsd.db import Database
     from minionsd.home import Home
+    from minionsd.memory.app import App
+    from minionsd.storage.database import Database
 
     home = Home(tmp_path / "home")
     home.ensure()

@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from minionsd.db import Database
 from minionsd.errors import StorageError
+from minionsd.storage.database import Database
 
 SCHEMA = [
     "CREATE TABLE parent (id INTEGER PRIMARY KEY)",

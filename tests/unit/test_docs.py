@@ -37,11 +37,11 @@ def _read(name: str) -> str:
 
 def served_methods(tmp_path: Path) -> set[str]:
     """The daemon's method table, assembled as Daemon.run does it (no socket, no loop)."""
-    from minionsd.app import App
     from minionsd.daemon import Daemon, build_components
-    from minionsd.db import Database
     from minionsd.home import Home
+    from minionsd.memory.app import App
     from minionsd.rpc.methods import build_methods
+    from minionsd.storage.database import Database
 
     home = Home(tmp_path / "home")
     home.ensure()

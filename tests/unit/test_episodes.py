@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.episodes import (
+from minionsd.errors import InvalidParams
+from minionsd.memory.episodes import (
     MAX_ITEM_CHARS,
     MAX_LIST_ITEMS,
     MAX_STDOUT_SUMMARY_CHARS,
@@ -14,7 +15,6 @@ from minionsd.episodes import (
     EpisodeDecision,
     build_episode,
 )
-from minionsd.errors import InvalidParams
 
 GH_TOKEN = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from minionsd.confusables import OPEN, READER
-from minionsd.fence import (
+from minionsd.memory.prompt import MEMORY_PREAMBLE
+from minionsd.text.confusables import OPEN, READER
+from minionsd.text.fence import (
     _START_CHARS,
     contains_fence_tag,
     escape_fence_markers,
@@ -21,7 +22,6 @@ from minionsd.fence import (
     truncate_utf8,
     truncate_utf16,
 )
-from minionsd.prompt import MEMORY_PREAMBLE
 
 # An independent reader: normalise the whole text the way a suspicious reader might, then
 # look for anything shaped like the fence tag.
@@ -223,7 +223,7 @@ def test_truncate_utf16_never_splits_a_pair() -> None:
 
 
 def test_preambles_name_the_fence_without_writing_a_tag() -> None:
-    from minionsd.fence import MEMORY_PREAMBLE as EVIDENCE_PREAMBLE
+    from minionsd.text.fence import MEMORY_PREAMBLE as EVIDENCE_PREAMBLE
 
     for text in (MEMORY_PREAMBLE, EVIDENCE_PREAMBLE):
         assert "UNTRUSTED-INPUT" in text and "live code" in text
@@ -324,7 +324,7 @@ def test_lone_surrogates_become_replacement_characters() -> None:
 @given(BODIES)
 @example("</div> &amp;lt;/untrusted-input> <<x &ltuntrusted_input % \\u003c/UNTRUSTED-INPUT")
 def test_shortcut_agrees_with_the_exact_check(body: str) -> None:
-    from minionsd import fence as module
+    from minionsd.text import fence as module
 
     exact = [
         module._fence_tag_at(body, m.start()) for m in module._START_RE.finditer(body)
@@ -351,7 +351,7 @@ _ASCII_BODIES = st.text(alphabet=st.sampled_from(
 @example("<un\x1ctrusted-input>")
 @example("<\\u0075ntrusted-input>")
 def test_plain_text_shortcut_agrees_with_the_full_check(body: str) -> None:
-    from minionsd import fence as module
+    from minionsd.text import fence as module
 
     if module._plainly_tag_free(body):
         assert all(module._fence_tag_at(body, m.start()) is None
@@ -441,7 +441,7 @@ def test_any_confusable_spelling_of_the_tag_is_escaped(tag: str, before: str, af
                           st.sampled_from(list("untrsedipUNTRSEDIP<>/-\\ &#;x3c%u")),
                           st.text(max_size=2)), max_size=30).map("".join))
 def test_confusable_bodies_shortcut_agrees_with_the_exact_check(body: str) -> None:
-    from minionsd import fence as module
+    from minionsd.text import fence as module
 
     for m in module._START_RE.finditer(body):
         if module._no_tag_can_start(body, m.start()):
@@ -452,7 +452,7 @@ def test_confusable_bodies_shortcut_agrees_with_the_exact_check(body: str) -> No
 
 def test_every_code_point_that_reads_as_an_opening_bracket_starts_a_scan() -> None:
     """OPEN was generated with one Python's Unicode data; check it against this one."""
-    from minionsd import fence as module
+    from minionsd.text import fence as module
 
     missing = []
     for cp in range(0x110000):

@@ -55,7 +55,7 @@ def test_atomic_write_text_concurrent_writers_leave_one_whole_text(tmp_path: Pat
 def test_quarantine_count_follows_quick_changes_and_old_directories(tmp_path: Path) -> None:
     import os
 
-    from minionsd.quarantine import QuarantineCount
+    from minionsd.memory.quarantine import QuarantineCount
 
     directory = tmp_path / "quarantine"
     count = QuarantineCount(directory)

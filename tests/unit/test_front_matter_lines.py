@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.markdown import (
+from minionsd.text.markdown import (
     NOTE_KEYS,
     FrontMatterError,
     check_note_types,

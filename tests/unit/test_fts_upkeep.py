@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from minionsd import fts
-from minionsd.db import migrate
+from minionsd.storage import fts
+from minionsd.storage.database import migrate
 
 
 def _would_merge(conn: sqlite3.Connection) -> bool:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from minionsd.ftsquery import (
+from minionsd.text.ftsquery import (
     STOP_WORDS,
     code_terms,
     index_aux_text,
@@ -182,7 +182,7 @@ def _shared_conn() -> sqlite3.Connection:
 @example("")
 @example("src/auth/token_refresh.py ERR_CONN_RESET TokenRefresher NEAR( a OR (b")
 def test_any_text_gives_valid_search_expression(text: str) -> None:
-    from minionsd.ftsquery import search_expression
+    from minionsd.text.ftsquery import search_expression
 
     expr = search_expression(text)
     if expr is not None:
@@ -191,7 +191,7 @@ def test_any_text_gives_valid_search_expression(text: str) -> None:
 
 
 def test_search_expression_keeps_identifiers_whole() -> None:
-    from minionsd.ftsquery import search_expression
+    from minionsd.text.ftsquery import search_expression
 
     assert search_expression("ERR_CONN_RESET") == '"err conn reset" OR "errconnreset"'
     assert search_expression("src/auth/token_refresh.py") == \

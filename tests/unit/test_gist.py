@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.consolidate.gist import distinct_tokens, title_and_gist
+from minionsd.memory.consolidate.gist import distinct_tokens, title_and_gist
 
 
 def test_title_sources_in_order():

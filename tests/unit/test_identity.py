@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd.consolidate.identity import (
-    author_trust,
-    has_notebook,
-    is_temporary,
-    note_author,
-)
+from minionsd.memory.identity import author_trust, has_notebook, is_temporary, note_author
 
 
 def test_front_matter_agent_wins():
@@ -89,7 +84,7 @@ def test_trust_follows_the_author_only():
 
 def test_human_authors_default_to_the_login_name(tmp_path):
     from minionsd import config as config_mod
-    from minionsd.app import App
+    from minionsd.memory.app import App
 
     def humans(tree, login):
         cfg = config_mod.Config(tmp_path / "config.toml", tree, None)

@@ -6,9 +6,9 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from minionsd.consolidate import journal
-from minionsd.db import migrate
-from minionsd.submissions import prune_submissions
+from minionsd.storage import journal
+from minionsd.storage.database import migrate
+from minionsd.storage.submissions import prune_submissions
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd import kb_sweep
-from minionsd.app import App
 from minionsd.config import load as load_config
-from minionsd.consolidate.service import ConsolidationService
-from minionsd.db import Database
 from minionsd.home import Home
+from minionsd.memory import kb_sweep
+from minionsd.memory.app import App
+from minionsd.service.consolidation import ConsolidationService
+from minionsd.storage.database import Database
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from minionsd.consolidate.llm_digest import (
+from minionsd.memory.consolidate.llm_digest import (
     accept_digest,
     build_prompt,
     escape_tag,
     request_digest,
 )
-from minionsd.consolidate.types import DigestNote
+from minionsd.memory.consolidate.types import DigestNote
 from tests.fake_anthropic import FakeAnthropic, start_fake_anthropic
 
 D = "2026-05-07"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from minionsd.errors import MinionsError
-from minionsd.markdown import (
+from minionsd.text.markdown import (
     FrontMatterError,
     first_heading,
     parse_note,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd.consolidate.notebooks import (
+from minionsd.memory.consolidate.notebooks import (
     append_entry,
     count_entries,
     has_entry,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd.consolidate.notesfile import (
+from minionsd.text.notesfile import (
     HISTORY_HEADER,
     NOTES_HEADER,
     append_history,

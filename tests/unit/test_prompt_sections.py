@@ -7,10 +7,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd import prompt
-from minionsd.consolidate import notebooks, notesfile
-from minionsd.records import plain_snippet
-from minionsd.retrieval.pack import min_size, render_item
+from minionsd.memory import prompt
+from minionsd.memory.consolidate import notebooks
+from minionsd.memory.retrieval.pack import min_size, render_item
+from minionsd.storage.records import plain_snippet
+from minionsd.text import notesfile
 
 MARK = "<!-- minions:"
 # Text that tries hard to look like bookkeeping, mixed with ordinary Markdown.

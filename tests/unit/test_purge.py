@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import purge, purged, record_fields, records
-from minionsd.db import connect, migrate
 from minionsd.errors import InvalidState, NotFound
+from minionsd.memory import purge
+from minionsd.storage import purged, record_fields, records
+from minionsd.storage.database import connect, migrate
 
 SECRET = "AKIAZ7QWERTYUIOPASDF/wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEYZZ"
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

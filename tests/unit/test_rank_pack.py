@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.retrieval.pack import dedupe, pack, render_item, score_floor
-from minionsd.retrieval.rank import Scored, rank
+from minionsd.memory.retrieval.pack import dedupe, pack, render_item, score_floor
+from minionsd.memory.retrieval.rank import Scored, rank
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -296,7 +296,7 @@ _lazy_records = st.lists(
 @given(_lazy_records, st.lists(st.sampled_from(_FILES), max_size=2))
 def test_lazy_ranking_is_the_full_ranking_in_order(records: list[dict[str, Any]],
                                                    files: list[str]) -> None:
-    from minionsd.retrieval.rank import rank_lazily
+    from minionsd.memory.retrieval.rank import rank_lazily
 
     full = rank(records, task_files=files, project=None, agent=None, now=NOW)
     lazy = list(rank_lazily(records, task_files=files, project=None, agent=None, now=NOW))
@@ -309,7 +309,7 @@ def test_lazy_ranking_is_the_full_ranking_in_order(records: list[dict[str, Any]]
 
 def test_lazy_ranking_skips_path_boosts_it_is_not_asked_for(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from minionsd.retrieval import rank as rank_mod
+    from minionsd.memory.retrieval import rank as rank_mod
 
     calls: list[str] = []
     real = rank_mod._path_boost
@@ -325,7 +325,7 @@ def test_lazy_ranking_skips_path_boosts_it_is_not_asked_for(
 @given(_lazy_records, st.integers(200, 3000), st.integers(1, 8))
 def test_pack_that_stops_early_packs_the_same(records: list[dict[str, Any]], max_bytes: int,
                                               top_k: int) -> None:
-    from minionsd.retrieval.pack import min_size
+    from minionsd.memory.retrieval.pack import min_size
 
     ranked = rank(records, task_files=_FILES[:1], project=None, agent=None, now=NOW)
     smallest = min(map(min_size, records), default=0)

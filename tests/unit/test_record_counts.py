@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd import record_fields, records
 from minionsd.clock import iso
-from minionsd.db import connect, migrate
 from minionsd.errors import InvalidParams, InvalidState
+from minionsd.storage import record_fields, records
+from minionsd.storage.database import connect, migrate
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -86,7 +86,7 @@ def test_counters_equal_a_full_count(conn: sqlite3.Connection, ops: list) -> Non
 def test_an_upgraded_database_starts_with_its_existing_records_counted(tmp_path: Path) -> None:
     conn = connect(tmp_path / "state.db")
     try:
-        from minionsd.db import migrations
+        from minionsd.storage.database import migrations
 
         for version, _name, sql in migrations()[:8]:
             conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from minionsd import fts, records
-from minionsd.db import migrate
-from minionsd.ftsquery import index_aux_text
-from minionsd.retrieval import eligibility
-from minionsd.retrieval.candidates import fetch_candidates, fetch_candidates_naive
-from minionsd.retrieval.index import RecallIndex
-from minionsd.retrieval.recordview import DENSE_LIMIT, RecordView
+from minionsd.memory.retrieval import eligibility
+from minionsd.memory.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.recordview import DENSE_LIMIT, RecordView
+from minionsd.storage import fts, records
+from minionsd.storage.database import migrate
+from minionsd.text.ftsquery import index_aux_text
 
 NOW = "2026-06-01T00:00:00.000Z"
 SCOPES = ["global", "project:alpha", "agent:dallas"]  # what project=alpha, agent=dallas allows
@@ -324,7 +324,7 @@ def test_lru_bound(conn: sqlite3.Connection) -> None:
 
 
 def test_byte_bound(conn: sqlite3.Connection) -> None:
-    from minionsd.retrieval import recordview
+    from minionsd.memory.retrieval import recordview
 
     view = RecordView()
     token = view.sync(conn)

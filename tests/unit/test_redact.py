@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.redact import MARKER_PREFIX, PATTERNS, kinds, redact
+from minionsd.text.redact import MARKER_PREFIX, PATTERNS, kinds, redact
 
 # Realistic samples (made-up values in the vendors' published shapes): text, the secret part
 # that must disappear, and the marker kind expected in its place.

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.redact import kinds, redact
+from minionsd.text.redact import kinds, redact
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "redaction"
 _MARKED = re.compile(r"«(.*?)»", re.DOTALL)

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.consolidate.regex_digest import (
+from minionsd.memory.consolidate.regex_digest import (
     digest_category,
     fingerprint,
     note_insights,
     regex_digest,
 )
-from minionsd.consolidate.types import DigestNote, utf16_cut, utf16_len
+from minionsd.memory.consolidate.types import DigestNote, utf16_cut, utf16_len
 
 D = "2026-05-07"
 HEAD = "**By:** Engine (regex fallback)\n\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.retrieval.query import (
+from minionsd.memory.retrieval.query import (
     MAX_TERMS,
     TASK_BOILERPLATE,
     TASK_STOP_WORDS,

@@ -9,9 +9,9 @@ import importlib
 import sqlite3
 from pathlib import Path
 
-from minionsd.db import migrate
-from minionsd.retrieval.candidates import fetch_candidates
-from minionsd.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.candidates import fetch_candidates
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.storage.database import migrate
 
 # The modules of the retrieval core (rank.py and pack.py only memoise pure text functions).
 MODULES = ("minionsd.fts", "minionsd.retrieval.candidates", "minionsd.retrieval.eligibility",

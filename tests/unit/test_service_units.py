@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from minionsd.errors import InvalidParams
-from minionsd.service import (
+from minionsd.service.units import (
     EXAMPLES,
     LAUNCHD_LABEL,
     TEMPLATES,
@@ -269,7 +269,7 @@ def test_rendered_unit_says_where_the_api_key_goes(kind, path):
 
 
 def test_system_unit_refuses_paths_private_tmp_hides(tmp_path):
-    from minionsd.service import check_system_paths
+    from minionsd.service.units import check_system_paths
 
     assert settings(render_unit("system", *EXAMPLES["system"]))["PrivateTmp"] == "yes"
     check_system_paths("/usr/local/bin/minionsd", "/var/lib/minionsd")  # fine
@@ -283,7 +283,7 @@ def test_system_unit_refuses_paths_private_tmp_hides(tmp_path):
 
 
 def test_system_unit_refuses_a_venv_interpreter_private_tmp_hides(tmp_path, monkeypatch):
-    from minionsd import service
+    from minionsd.service import units as service
 
     # Pretend only tmp_path/private is private, so the script itself is visible.
     private = str(tmp_path / "private")

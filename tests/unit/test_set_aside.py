@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from minionsd.consolidate.recording import not_the_notes_fault as _not_the_notes_fault
-from minionsd.consolidate.types import Abandoned
 from minionsd.errors import StorageError
+from minionsd.memory.consolidate.recording import not_the_notes_fault as _not_the_notes_fault
+from minionsd.memory.consolidate.types import Abandoned
 
 
 def _error(tmp_path: Path, setup: str, statement: str) -> sqlite3.Error:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from minionsd import job_runs, kb_index, record_fields, records
-from minionsd.db import Database, migrate
+from minionsd.storage import job_runs, kb_index, record_fields, records
+from minionsd.storage.database import Database, migrate
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.consolidate import journal
-from minionsd.db import migrate
-from minionsd.inbox import prepare_submission, record_submission
+from minionsd.memory.inbox import prepare_submission, record_submission
+from minionsd.storage import journal
+from minionsd.storage.database import migrate
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.retrieval import synonyms
-from minionsd.retrieval.query import MAX_SYNONYM_TERMS, MAX_TERMS, task_terms
+from minionsd.memory.retrieval import synonyms
+from minionsd.memory.retrieval.query import MAX_SYNONYM_TERMS, MAX_TERMS, task_terms
 
 TOKEN = re.compile(r"^[^\W_]+$")
 

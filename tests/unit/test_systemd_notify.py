@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from minionsd.systemd import Notifier, sd_notify, watchdog_interval_s
+from minionsd.service.systemd import Notifier, sd_notify, watchdog_interval_s
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs AF_UNIX")
 

@@ -1,7 +1,8 @@
 import pytest
 
-from minionsd import db, telemetry
 from minionsd.errors import InvalidParams
+from minionsd.storage import database as db
+from minionsd.storage import telemetry
 
 
 def row(i: int) -> dict:
@@ -35,7 +36,7 @@ def test_one_row_that_cannot_be_stored_does_not_lose_the_others(tmp_path):
 
 
 def test_task_text_and_names_lose_lone_surrogates():
-    from minionsd.task import check_optional_name, check_task
+    from minionsd.text.task import check_optional_name, check_task
 
     clean = check_task({"id": "W-\ud800", "title": "a \udc00 b", "files": ["x\ud83d.py"],
                         "pr": {"title": "t\ud800"}})

@@ -1,0 +1,3 @@
+"""What the product does: inbox, consolidation, knowledge, pinned context, episodes, retrieval,
+prompts, jobs, backup.
+"""

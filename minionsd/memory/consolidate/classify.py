@@ -1,0 +1,166 @@
+"""Knowledge-base classification, entry names and layout, and collision-free names.
+
+The classifier is the original's deterministic keyword rule (ORIGINAL §3.7) and is the only
+source of KB categories; the LLM never picks one. An entry is the note's body under ONE
+front-matter block: the note's own keys merged with `source`, `agent`, `category` and `date`
+(the original stacked two blocks). Names never overwrite: `unique_path` finds a free one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from minionsd.fileio import fit_name
+from minionsd.memory.consolidate import gist
+from minionsd.text.markdown import check_note_types, parse_note, render_note, safe_slug, slugify
+from minionsd.text.redact import redact
+
+CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
+TITLE_SLUG_MAX = 50
+AUTHOR_SLUG_MAX = 64
+_OWN_KEYS = ("source", "agent", "category", "date")
+# The `-<8 hex>` tag and `-<YYYY-MM-DD>` stamp that end minionsd's inbox names.
+_STEM_STAMP_RE = re.compile(r"(?:-[0-9a-f]{8})?-\d{4}-\d{2}-\d{2}(?:-\d+)?$")
+_MARKER_RE = re.compile(r"\[REDACTED:([a-z0-9_]+)\]")
+_DATED_NAME_RE = re.compile(r"^(?P<stem>.+)-(?P<date>\d{4}-\d{2}-\d{2})(?P<n>-\d+)?\.md$")
+
+_RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    # (category, file-name substrings, content substrings)
+    ("reviews", ("review", "pr-", "pr4", "feedback"), ()),
+    ("build-reports", ("build", "bt-"), ("build pass", "build fail", "lint")),
+    (
+        "architecture",
+        (),
+        ("architecture", "design doc", "system design", "data flow", "how it works"),
+    ),
+    (
+        "conventions",
+        (),
+        ("convention", "pattern", "always use", "never use", "rule:", "best practice"),
+    ),
+)
+
+
+def classify(name: str, content: str | None) -> str:
+    """KB category of a note: lower-cased substring rules, first match wins."""
+    name, text = name.lower(), (content or "").lower()
+    for category, in_name, in_content in _RULES:
+        if any(k in name for k in in_name) or any(k in text for k in in_content):
+            return category
+    return "project-notes"
+
+
+def title_slug(name: str, content: str | None) -> str:
+    """Slug of the note's title (front matter `title`, first heading, else first sentence:
+    gist.py), else of its file name; never empty.
+
+    A file-name stem loses the date stamp and 8-hex tag that inbox names carry
+    (`dallas-npm-fails-4477d56a-2026-12-01`). A title of only non-ASCII characters slugifies
+    to nothing; the file name then stands in, and an MD5 tag as a last resort, so no entry is
+    ever named `<date>-<author>-.md`.
+    """
+    title = gist.note_title(content) if content else None
+    title = None if title == gist.UNTITLED else title
+    stem = name[:-3] if name.endswith(".md") else name
+    stem = _STEM_STAMP_RE.sub("", stem) or stem
+    for candidate in (title, stem):
+        slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
+        if slug:
+            return slug
+    return safe_slug(f"note {title or stem}", TITLE_SLUG_MAX)
+
+
+def entry_name(date: str, author: str, name: str, content: str | None) -> str:
+    """`<date>-<author>-<title slug>.md`; the author is made file-name safe first, and a
+    slug that starts with the author again (`alice-release-freeze`) loses that prefix."""
+    author_slug = safe_slug(author, AUTHOR_SLUG_MAX)
+    slug = title_slug(name, content)
+    if slug.startswith(f"{author_slug}-") and len(slug) > len(author_slug) + 1:
+        slug = slug[len(author_slug) + 1:]
+    return f"{date}-{author_slug}-{slug}.md"
+
+
+def _merged_meta(
+    meta: Mapping[str, Any], own: dict[str, str], extra: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    merged: dict[str, Any] = dict(own)
+    if extra:
+        merged.update(extra)
+    for key, value in meta.items():
+        if key not in merged:
+            merged[key] = value
+        elif merged[key] != value and f"note_{key}" not in meta:
+            # Keep what the author wrote (say, the day they wrote it) under a clear name.
+            merged[f"note_{key}"] = value
+    return merged
+
+
+def render_entry(
+    content: str,
+    *,
+    source: str,
+    agent: str,
+    category: str,
+    date: str,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """The KB entry text: one merged front-matter block, a blank line, the note body verbatim.
+
+    Our keys come first (`source`, `agent`, `category`, `date`, then `extra`); the note's own
+    keys follow. When the note already used one of our keys with another value, its value is
+    kept as `note_<key>`. Raises FrontMatterError when the note's front matter is invalid.
+    """
+    meta, body = parse_note(content)
+    meta = check_note_types(meta)[0]
+    own = {"source": source, "agent": agent, "category": category, "date": date}
+    return render_note(_merged_meta(meta, own, extra), body)
+
+
+def redacted_name(name: str) -> str:
+    """An inbox file name with its secrets redacted, still a plain file name: a token in it
+    becomes `redacted-<kind>` (`dallas-ghp_….md` -> `dallas-redacted-github_token.md`)."""
+    text = redact(name)
+    # In prose a token glued to a longer word is not one; in a file name words are joined by
+    # dashes (`dallas-ghp_….md`), so each part after a dash is tried on its own too.
+    dash = text.find("-")
+    while dash != -1:
+        tail = text[dash + 1:]
+        cleaned = redact(tail)
+        if cleaned != tail:
+            text = text[:dash + 1] + cleaned
+        dash = text.find("-", dash + 1)
+    return _MARKER_RE.sub(r"redacted-\1", text)
+
+
+def archive_name(date: str, name: str) -> str:
+    """Archive file name for a processed inbox note, before collision handling.
+
+    `<date>-<name>`; a name that already ends with the same date (`alice-x-2026-12-01.md`,
+    or `…-2026-12-01-2.md`) does not repeat it: `2026-12-01-alice-x.md`. Cut to fit the file
+    system when the inbox name was already near its limit. The name is redacted first
+    (:func:`redacted_name`): the archive path is every record's and KB entry's source.
+    """
+    name = redacted_name(name)
+    match = _DATED_NAME_RE.match(name)
+    if match and match.group("date") == date:
+        name = f"{match.group('stem')}{match.group('n') or ''}.md"
+    stem, ext = os.path.splitext(name)
+    return fit_name(f"{date}-{stem}", ext)
+
+
+def unique_path(directory: str, name: str, exists: Callable[[str], bool]) -> str:
+    """A path in `directory` for `name` that `exists` reports free: name, -2, -3, … before .md.
+
+    The original switched to an epoch-millisecond suffix after -99; counting on keeps this
+    function free of clock reads and its output predictable.
+    """
+    stem, ext = os.path.splitext(name)
+    candidate = os.path.join(directory, name)
+    n = 2
+    while exists(candidate):
+        candidate = os.path.join(directory, fit_name(stem, f"-{n}{ext}"))
+        n += 1
+    return candidate

@@ -1,0 +1,166 @@
+"""Filing a batch's notes: each note's KB entry and its archived original.
+
+Both paths are chosen once and journalled before anything is written (records and KB entries
+cite the archive path; the digest links the KB path), then acted on. Every action first checks
+whether it already happened (an entry carrying this note's `entry_id`, an archive copy already
+in place), so a redo after a crash files each note exactly once, in the same place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from minionsd.fileio import atomic_write_text, create_new_text, read_text
+from minionsd.memory.app import App
+from minionsd.memory.consolidate import classify
+from minionsd.storage import journal
+from minionsd.text.markdown import FrontMatterError, check_note_types, parse_note
+
+
+class Filing:
+    def __init__(self, app: App, step: Callable[[str], None]) -> None:
+        self.app = app
+        self._step = step  # the pipeline's step boundary (abandon / crash point)
+
+    def write_kb_entries(self, batch: journal.Batch) -> list[str]:
+        return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
+
+    def plan_kb(self, batch: journal.Batch) -> None:
+        """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
+
+        Paths are journalled, so a redo links and writes the same files; a path that someone
+        else's file took meanwhile is chosen again when the entry is written.
+        """
+        if any(n.role == "storm" for n in batch.notes) or batch.mode is not None:
+            return
+        home = self.app.home
+        taken = {n.kb_path for n in batch.notes if n.kb_path}
+        for note in batch.notes:
+            if note.kb_path is not None or note.done:
+                continue
+            category = classify.classify(note.name, note.content)
+            name = classify.entry_name(batch.date, note.author, note.name, note.content)
+            rel = classify.unique_path(
+                home.rel(home.category_dir(category)), name,
+                lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
+            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            taken.add(rel)
+
+    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
+        home = self.app.home
+        category = classify.classify(note.name, note.content)
+        rel = note.kb_path
+        while True:
+            if rel is None or not self._is_our_entry(home.root / rel, note):
+                directory = home.rel(home.category_dir(category))
+                name = classify.entry_name(batch.date, note.author, note.name, note.content)
+                # A name already holding this note's entry is reused, so a redo never writes
+                # a second copy even when the chosen path was not journalled.
+                rel = classify.unique_path(
+                    directory, name, lambda p: not self._is_our_entry(home.root / p, note))
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            target = home.root / rel
+            if target.exists():
+                return rel
+            self._step("kb")
+            try:
+                create_new_text(target, self._entry_text(note, category, batch.date),
+                                mode=0o644)
+                return rel
+            except FileExistsError:
+                rel = None  # another writer took the name since we chose it: choose again
+
+    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
+        source = note.archive_path or f"notes/inbox/{note.name}"
+        extra = {"entry_id": note.content_hash[:16]}
+        try:
+            return classify.render_entry(note.content, source=source, agent=note.author,
+                                         category=category, date=date, extra=extra)
+        except FrontMatterError:
+            return classify.render_entry(strip_front_matter(note.content), source=source,
+                                         agent=note.author, category=category, date=date,
+                                         extra=extra)
+
+    @staticmethod
+    def _is_our_entry(path: Path, note: journal.JournalNote) -> bool:
+        text = read_text(path)
+        if text is None:
+            return True
+        return str(safe_meta(text).get("entry_id")) == note.content_hash[:16]
+
+    @staticmethod
+    def archive_rel(batch: journal.Batch, note: journal.JournalNote) -> str:
+        fallback = f"notes/archive/{classify.archive_name(batch.date, note.name)}"
+        return note.archive_path or fallback
+
+    def plan_archive(self, batch: journal.Batch) -> None:
+        """Fix every note's archive path up front: records and KB entries cite it."""
+        home = self.app.home
+        taken: set[str] = set()
+        for note in batch.notes:
+            if note.archive_path is None:
+                rel = classify.unique_path(
+                    home.rel(home.archive), classify.archive_name(batch.date, note.name),
+                    lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name,
+                                           archive_path=rel)
+                taken.add(rel)
+
+    def archive(self, batch: journal.Batch) -> list[str]:
+        home = self.app.home
+        archived = []
+        for note in batch.notes:
+            rel = self.archive_rel(batch, note)
+            if not note.done:
+                self._step("archive")
+                self._move_to_archive(home.inbox / note.name, home.root / rel, note)
+                self.app.db.write_blocking(journal.set_note, batch.id, note.name, done=1)
+            archived.append(rel)
+        return archived
+
+    @staticmethod
+    def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
+        """Archive the note as written, owner-only (0600): it is the one unredacted copy."""
+        if target.exists():
+            if source.exists() and read_text(source) == note.content:
+                source.unlink()  # already copied before a crash; the inbox copy is redundant
+            os.chmod(target, 0o600)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            current = source.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current is not None and current.decode("utf-8", "replace") == note.content:
+            os.rename(source, target)
+            os.chmod(target, 0o600)
+        else:
+            # The inbox file vanished or was rewritten since the batch began: archive what
+            # the batch processed; a rewritten file stays in the inbox as a new note.
+            atomic_write_text(target, note.content)
+
+
+def safe_meta(content: str) -> dict[str, Any]:
+    try:
+        return check_note_types(parse_note(content)[0])[0]
+    except FrontMatterError:
+        return {}
+
+
+def strip_front_matter(content: str) -> str:
+    if content.startswith("---"):
+        end = content.find("\n---", 3)
+        if end != -1:
+            return content[end + 4:].lstrip("\r\n")
+    return content
+
+
+def _holds_other(path: Path, content: str) -> bool:
+    """True when `path` exists with something other than this note (a free name is False)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") != content
+    except FileNotFoundError:
+        return False

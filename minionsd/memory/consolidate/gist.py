@@ -1,0 +1,153 @@
+"""What a note is about, for people reading derived surfaces: its title, gist and key tokens.
+
+SPEC §3.1 (v2): a note's title is its front matter `title`, else its first heading, else its
+first sentence, never its file name; its gist is its first meaningful sentence or bullet.
+Front matter is never read as content. `distinct_tokens` picks the parts of a line that make
+it a different fact from a similar-looking one (numbers, identifiers, paths), so duplicate
+detection can refuse to merge lines that differ in them. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from minionsd.text.markdown import FrontMatterError, parse_note
+
+TITLE_MAX = 120
+GIST_MAX = 300
+UNTITLED = "Untitled note"
+
+_HEADING_RE = re.compile(r"^#{1,6}[ \t]+(.*?)[ \t#]*$")
+_RULE_RE = re.compile(r"^(?:[-*_][ \t]*){3,}$")
+_FENCE_RE = re.compile(r"^(?:```|~~~)")
+_TABLE_SEP_RE = re.compile(r"^\|?[ \t:|-]+\|[ \t:|-]*$")
+_MARKER_RE = re.compile(r"^(?:[-*+][ \t]+|\d+[.)][ \t]+|>[ \t]?)+")
+_CHECKBOX_RE = re.compile(r"^\[[ xX]\][ \t]+")
+_BOLD_KEY_RE = re.compile(r"^\*\*(.+?)\*\*[ \t]*(?:--|\u2014|\u2013|:|-)?[ \t]*")
+# A sentence ends at . ! or ? followed by space and a capital, a digit or an opening mark, so
+# `src/app.py`, `v1.2` and `e.g. this` stay inside their sentence.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[ \t]+(?=[A-Z0-9`\"'(\[*])")
+_TOKEN_RE = re.compile(r"`[^`]+`|[\w./:@#+=-]+")
+_IDENT_INNER_RE = re.compile(r"\w[_./:@#+=-]\w|[a-z][A-Z]")
+
+
+@dataclass(frozen=True)
+class NoteText:
+    meta: dict[str, Any]
+    body: str
+
+
+def split(content: str) -> NoteText:
+    """Front matter and body; a block that is not valid YAML is cut off, never read as text."""
+    try:
+        meta, body = parse_note(content)
+        return NoteText(meta, body)
+    except FrontMatterError:
+        return NoteText({}, _cut_front_matter(content))
+
+
+def _cut_front_matter(content: str) -> str:
+    lines = content.lstrip("\ufeff").split("\n")
+    if lines and lines[0].strip() == "---":
+        for index in range(1, len(lines)):
+            if lines[index].strip() == "---":
+                return "\n".join(lines[index + 1:])
+    return content
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def content_lines(body: str) -> list[str]:
+    """The body's prose lines: no headings, rules, code blocks, table rows, comments."""
+    out, in_fence = [], False
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or not line or _HEADING_RE.match(line) or _RULE_RE.match(line) \
+                or _TABLE_SEP_RE.match(line) or line.startswith(("<!--", "|")):
+            continue
+        out.append(line)
+    return out
+
+
+def plain(line: str) -> str:
+    """A line without its list marker, checkbox or bold key markup (`**Key**: x` -> `Key: x`)."""
+    text = _CHECKBOX_RE.sub("", _MARKER_RE.sub("", line.strip()))
+    match = _BOLD_KEY_RE.match(text)
+    if match:
+        rest = text[match.end():]
+        text = f"{match.group(1).strip()}: {rest}" if rest else match.group(1).strip()
+    return _clean(text)
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END_RE.split(text) if s.strip()]
+
+
+def first_heading_any(body: str) -> str | None:
+    """Text of the first ATX heading of any level, outside code blocks."""
+    in_fence = False
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        match = None if in_fence else _HEADING_RE.match(line)
+        if match and match.group(1).strip():
+            return _clean(match.group(1))
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    return a.rstrip(".!?:").lower() == b.rstrip(".!?:").lower()
+
+
+def title_and_gist(content: str) -> tuple[str, str]:
+    """(title, gist) of a note; the gist is "" when the note says nothing beyond its title."""
+    note = split(content)
+    title = note.meta.get("title")
+    title = _clean(title) if isinstance(title, str) and title.strip() else None
+    title = title or first_heading_any(note.body)
+    lines = content_lines(note.body)
+    if title is None and lines:
+        # A note that opens with `- **Key**: text` is titled by its key.
+        opening = _CHECKBOX_RE.sub("", _MARKER_RE.sub("", lines[0]))
+        match = _BOLD_KEY_RE.match(opening)
+        if match and opening[match.end():].strip():
+            title = _clean(match.group(1))
+            lines[0] = opening[match.end():]
+    pieces = [s for line in lines for s in sentences(plain(line))]
+    if title is None:
+        if not pieces:
+            return UNTITLED, ""
+        title = pieces.pop(0).rstrip(".") or UNTITLED
+    gist = next((p for p in pieces if not _same(p, title)), "")
+    return _cap(title, TITLE_MAX), _cap(gist, GIST_MAX)
+
+
+def note_title(content: str) -> str:
+    return title_and_gist(content)[0]
+
+
+def distinct_tokens(text: str) -> frozenset[str]:
+    """Numbers, identifiers and paths in `text`, lower-cased: `port 8080`, `test-m13`,
+    `setup_8`, `src/app.py`, `UserCache`, anything in backticks."""
+    found = set()
+    for token in _TOKEN_RE.findall(text):
+        token = token.strip("`").rstrip(".,;:!?)")
+        if not token:
+            continue
+        if any(c.isdigit() for c in token) or _IDENT_INNER_RE.search(token) \
+                or text.count(f"`{token}`"):
+            found.add(token.lower())
+    return frozenset(found)

@@ -1,0 +1,344 @@
+"""The inbox: which notes are there, which are eligible, quarantine, holds and submission.
+
+A note is eligible when it is a regular `*.md` file directly in notes/inbox/, not hidden or an
+editor temp file, settled (unchanged for `engine.inbox_settle_ms`), not held (front matter
+`hold: true` or a hold in state.db) and not part of a running batch. Files that can never be
+processed (symlinks, invalid UTF-8, too large, empty, unparsable front matter) are moved to
+notes/quarantine/ with a `<name>.reason.txt` beside them; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from minionsd.clock import date_stamp
+from minionsd.errors import Conflict, InvalidParams
+from minionsd.fileio import atomic_write_text, fit_name
+from minionsd.home import Home
+from minionsd.memory.consolidate.breaker import content_hash
+from minionsd.memory.identity import note_author
+from minionsd.memory.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
+from minionsd.storage import journal, submissions
+from minionsd.text.markdown import (
+    FrontMatterError,
+    check_note_types,
+    first_heading,
+    parse_note,
+    read_note,
+    readable_slug,
+    render_note,
+)
+
+log = structlog.get_logger()
+
+KINDS = ("note", "finding", "feedback", "alert")
+_AUTHOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_TEMP_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def is_candidate_name(name: str) -> bool:
+    """A name the inbox considers at all: `*.md`, not hidden, not an editor temp file."""
+    if name.startswith((".", "#", "~")) or not name.endswith(".md"):
+        return False
+    return not name.endswith(_TEMP_SUFFIXES)
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name the file system gave as bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class InboxNote:
+    name: str
+    path: Path
+    size: int
+    mtime: float
+    meta: dict[str, Any]
+    content: str
+    author: str
+    held: bool
+    settled: bool
+
+    @property
+    def kind(self) -> str:
+        kind = self.meta.get("kind")
+        return kind if kind in KINDS else "note"
+
+
+class Inbox:
+    """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
+
+    def __init__(self, home: Home) -> None:
+        self.home = home
+        self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
+
+    def scan(self, *, max_bytes: int, settle_ms: int, held_names: set[str],
+             configured_agents: Iterable[str], wall_now: float | None = None,
+             complete_names: frozenset[str] = frozenset()) -> list[InboxNote]:
+        """Every processable note, oldest first (mtime, then name); quarantines bad files.
+
+        `complete_names` are notes minionsd wrote itself (atomically, via inbox.submit): they
+        cannot be half-written, so they need no settling time.
+        """
+        wall_now = time.time() if wall_now is None else wall_now
+        agents = list(configured_agents)
+        notes = []
+        try:
+            entries = list(os.scandir(self.home.inbox))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            if not is_candidate_name(entry.name):
+                continue
+            settle = 0 if entry.name in complete_names else settle_ms
+            note = self._examine(entry, max_bytes, settle, held_names, agents, wall_now)
+            if note is not None:
+                notes.append(note)
+        live = {n.name for n in notes}
+        for name in list(self._cache):
+            if name not in live:
+                del self._cache[name]
+        notes.sort(key=lambda n: (n.mtime, n.name))
+        return notes
+
+    def _examine(self, entry: os.DirEntry[str], max_bytes: int, settle_ms: int,
+                 held_names: set[str], agents: list[str], wall_now: float) -> InboxNote | None:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not _is_utf8(entry.name):
+            # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
+            shown = os.fsencode(entry.name).decode("utf-8", "backslashreplace")
+            self.quarantine(entry.name, f"file name is not valid UTF-8 (it was {shown})")
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            self.quarantine(entry.name, "symlinks are not accepted in the inbox")
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        settled = (wall_now - info.st_mtime) * 1000 >= settle_ms
+        if info.st_size > max_bytes:
+            if settled:
+                self.quarantine(entry.name, f"file is {info.st_size} bytes, over "
+                                f"engine.inbox_max_note_bytes ({max_bytes})")
+            return None
+        if not settled:
+            return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, {}, "",
+                             "unknown", entry.name in held_names, False)
+        parsed = self._parse(entry, info)
+        if parsed is None:
+            return None
+        meta, content = parsed
+        held = entry.name in held_names or meta.get("hold") is True
+        return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
+                         content, note_author(meta, entry.name, agents), held, True)
+
+    def _parse(self, entry: os.DirEntry[str],
+               info: os.stat_result) -> tuple[dict[str, Any], str] | None:
+        signature = (info.st_size, info.st_mtime_ns)
+        cached = self._cache.get(entry.name)
+        if cached and cached[0] == signature:
+            return cached[1], cached[2]
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.quarantine(entry.name, f"cannot read the file: {exc}")
+            return None
+        reason = None
+        try:
+            content = raw.decode("utf-8")
+            meta, _body, warnings = read_note(content)
+            meta, type_warnings = check_note_types(meta)
+            for warning in warnings + type_warnings:
+                log.warning("inbox.front_matter", name=entry.name, detail=warning)
+            if not content.strip():
+                reason = "file is empty"
+        except UnicodeDecodeError as exc:
+            reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        except FrontMatterError as exc:
+            reason = f"front matter cannot be parsed: {exc.detail}"
+        if reason:
+            self.quarantine(entry.name, reason)
+            return None
+        self._cache[entry.name] = (signature, meta, content)
+        return meta, content
+
+    def quarantine(self, name: str, reason: str) -> Path | None:
+        """Move an inbox file to notes/quarantine/ (unique name) with a reason file."""
+        source = self.home.inbox / name
+        target_dir = self.home.quarantine
+        target_dir.mkdir(parents=True, exist_ok=True)
+        # A UTF-8 name (so it can be listed and requeued), short enough that
+        # `<target>.reason.txt` is still a legal file name; the reason file names the original.
+        raw_name = os.fsencode(name)
+        shown = raw_name.decode("utf-8", "backslashreplace")
+        readable = raw_name.decode("utf-8", "replace")
+        stem, suffix = Path(readable).stem, Path(readable).suffix
+        target = target_dir / fit_name(stem, suffix, QUARANTINE_NAME_MAX_BYTES)
+        counter = 2
+        while target.exists() or target.is_symlink():
+            target = target_dir / fit_name(stem, f"-{counter}{suffix}",
+                                           QUARANTINE_NAME_MAX_BYTES)
+            counter += 1
+        try:
+            os.rename(source, target)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.error("inbox.quarantine_failed", name=name, error=str(exc))
+            return None
+        try:
+            atomic_write_text(target.with_name(target.name + REASON_SUFFIX),
+                              f"{shown}: {reason}\n")
+        except OSError as exc:  # the file is out of the inbox either way; say why here
+            log.error("inbox.quarantine_reason_failed", name=shown, reason=reason,
+                      error=str(exc))
+        self._cache.pop(name, None)
+        log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
+        return target
+
+
+@dataclass(frozen=True)
+class Submission:
+    name: str
+    text: str
+    kind: str
+    author: str
+    task: str | None
+    body: str  # the body as written under the front matter; duplicates compare this
+
+
+def check_author(author: object) -> str:
+    if not isinstance(author, str) or not _AUTHOR_RE.match(author):
+        raise InvalidParams("'author' must be 1-64 characters of letters, digits, '.', '_' "
+                            "or '-', starting with a letter or digit", param="author")
+    return author
+
+
+def _opt(params: dict[str, Any], key: str) -> str | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and key == "pr":
+        return str(value)
+    if not isinstance(value, str):
+        raise InvalidParams(f"'{key}' must be a string", param=key)
+    return value
+
+
+def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
+    """Validate inbox.submit params and render the note file (name and text)."""
+    body = params.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise InvalidParams("'body' must be a non-empty string", param="body")
+    author = check_author(params.get("author"))
+    kind = params.get("kind") or "note"
+    if kind not in KINDS:
+        raise InvalidParams(f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}",
+                            param="kind")
+    title, project, task, pr, outcome = (_opt(params, k) for k in
+                                         ("title", "project", "task", "pr", "outcome"))
+    hold = params.get("hold", False)
+    if not isinstance(hold, bool):
+        raise InvalidParams("'hold' must be true or false", param="hold")
+    if kind == "finding":
+        if not task:
+            raise InvalidParams("a finding needs 'task'", param="task")
+        if outcome != "success":
+            raise InvalidParams("a finding is kept only for a successful task: 'outcome' must "
+                                f"be \"success\", got {outcome!r}", param="outcome")
+    date = date_stamp(now)
+    slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
+        or " ".join(body.split()[:8])
+    name = f"{author}-{readable_slug(slug_source)}-{date}.md"
+    meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
+    if kind in ("finding", "feedback", "alert") or author == "engine":
+        meta["agent"] = author
+    for key, value in (("title", title), ("project", project), ("task", task), ("pr", pr),
+                       ("outcome", outcome)):
+        if value is not None:
+            meta[key] = value
+    if hold:
+        meta["hold"] = True
+    if title and not first_heading(body):
+        body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
+    body = body if body.endswith("\n") else body + "\n"
+    return Submission(name, render_note(meta, body), kind, author, task, body)
+
+
+def body_hash(text: str) -> str:
+    """Hash of a note file's body (front matter left out), as duplicates are compared."""
+    try:
+        body = parse_note(text)[1]
+    except FrontMatterError:
+        body = text
+    return content_hash(body)
+
+
+def _known_hash(conn: Any, name: str, inbox_dir: Path,
+                claim: submissions.Claim | None) -> str | None:
+    """Body hash of what was submitted (or lies in the inbox) as `name`; None = unknown."""
+    if claim is not None and claim.body_hash:
+        return claim.body_hash
+    try:
+        return body_hash((inbox_dir / name).read_bytes().decode("utf-8", "replace"))
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    journalled = journal.latest_content(conn, name)
+    return body_hash(journalled) if journalled is not None else None
+
+
+def numbered_name(name: str, n: int) -> str:
+    """The n-th name for a submission: `x.md`, then `x-2.md`, `x-3.md`, …"""
+    return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
+
+
+def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
+                      now: datetime) -> tuple[str, bool]:
+    """Claim a name (and the task, for a finding) in state.db: (name, written).
+
+    The first name not yet taken (in state.db or as an inbox file) is claimed, unless one of
+    the taken names already holds this exact body: then it is a duplicate, (that name, False),
+    and nothing is claimed. A note is never dropped because its name is taken.
+    """
+    digest = content_hash(sub.body)
+    n = 1
+    while True:
+        name = numbered_name(sub.name, n)
+        claim = submissions.claim_of(conn, name)
+        path = inbox_dir / name
+        if claim is None and not (path.exists() or path.is_symlink()):
+            break
+        if _known_hash(conn, name, inbox_dir, claim) == digest:
+            return name, False
+        n += 1
+    if sub.kind == "finding":
+        first = submissions.finding_for(conn, sub.task)
+        if first:
+            raise Conflict(f"task {sub.task!r} already has a finding: {first[0]} "
+                           f"by {first[1]}", first=first[0])
+        submissions.claim_finding(conn, sub.task, name, sub.author, now)
+    submissions.claim_name(conn, name, digest, now)
+    return name, True

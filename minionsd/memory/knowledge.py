@@ -1,0 +1,169 @@
+"""Knowledge-base entries: direct authoring, listing, reading, and the file <-> record link.
+
+Entries live at knowledge/<category>/<date>-<author>-<slug>.md with one front-matter block.
+Authoring writes the file first (title and body redacted), then a record whose trust follows
+the author, and remembers the pair in `kb_files` so the KB sweep can bring later hand edits of
+the file into SQL (redacted again: a hand edit may add a secret to the file, never to SQL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from minionsd.clock import date_stamp, iso
+from minionsd.errors import InvalidParams, NotFound
+from minionsd.fileio import create_new_text
+from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
+from minionsd.memory.consolidate import classify
+from minionsd.memory.inbox import check_author
+from minionsd.storage import kb_index, records
+from minionsd.text.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
+from minionsd.text.redact import redact
+
+MAX_ENTRY_BYTES = 1_048_576
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check_str(value: object, name: str, max_len: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidParams(f"'{name}' must be a non-empty string", param=name)
+    if len(value) > max_len:
+        raise InvalidParams(f"'{name}' is longer than {max_len} characters", param=name)
+    return value
+
+
+def prepare_entry(home: Home, params: Mapping[str, Any],
+                  now: datetime) -> tuple[Path, str, dict[str, Any]]:
+    """Validate knowledge.create params; (target path, file text, record fields).
+
+    Direct authoring makes a `human`-trust record (SPEC §3.6): like memory.add, it is the API
+    of whoever holds the socket, and the MCP server offers agents no way to it. The title and
+    body are redacted before anything is written (the entry is derived text too).
+    """
+    category = params.get("category")
+    directory = home.category_dir(category if isinstance(category, str) else "")
+    title = redact(_check_str(params.get("title"), "title", 300).strip())
+    body = redact(_check_str(params.get("body"), "body", MAX_ENTRY_BYTES))
+    author = check_author(params.get("author"))
+    project = params.get("project")
+    if project is not None:
+        project = _check_str(project, "project", 200)
+    tags = params.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise InvalidParams("'tags' must be a list of strings", param="tags")
+    date = date_stamp(now)
+    slug = slugify(title, classify.TITLE_SLUG_MAX).strip("-") or "entry"
+    name = check_name(f"{date}-{author}-{slug}.md")
+    rel = classify.unique_path(home.rel(directory), name, lambda p: (home.root / p).exists())
+    meta: dict[str, Any] = {"title": title, "category": category, "author": author,
+                            "date": date, "source": "knowledge.create"}
+    if project:
+        meta["project"] = project
+    if tags:
+        meta["tags"] = tags
+    heading = "" if first_heading(body) else f"# {title}\n\n"
+    text = render_note(meta, heading + body.rstrip("\n") + "\n")
+    fields = record_fields(rel, text, trust="human", author=author)
+    return home.root / rel, text, fields
+
+
+def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dict[str, Any]:
+    """The record a knowledge file feeds (used by authoring and by the KB sweep)."""
+    try:
+        meta, body = parse_note(text)
+    except FrontMatterError:
+        meta, body = {}, text
+    project = meta.get("project") if isinstance(meta.get("project"), str) else None
+    title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+    return {
+        "type": "semantic", "scope": f"project:{project}" if project else "global",
+        "trust": trust,
+        "title": redact((title or first_heading(body) or Path(rel).stem)[:500]),
+        "body": redact(body.strip() or text), "source": rel,
+        "author": author or (str(meta["author"]) if meta.get("author") else None),
+        "project": project, "agent": None, "task": None, "pr": None, "paths": [],
+        "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,
+        "expires_at": None, "created_at": None, "meta": {"kb_path": rel},
+    }
+
+
+def insert_record(conn: sqlite3.Connection, rel: str, text: str, fields: dict[str, Any],
+                  now: datetime) -> str:
+    record_id, _ = records.upsert_by_hash(conn, fields, f"kb:{rel}", now)
+    kb_index.link_file(conn, rel, sha256(text), record_id, now)
+    return record_id
+
+
+def entry_paths(home: Home, category: str | None = None) -> list[Path]:
+    categories = [category] if category else list(KB_CATEGORIES)
+    paths = []
+    for cat in categories:
+        directory = home.category_dir(cat)
+        if directory.is_dir():
+            paths += [directory / e.name for e in os.scandir(directory)
+                      if e.name.endswith(".md") and not e.name.startswith(".")
+                      and e.is_file(follow_symlinks=False)]
+    return paths
+
+
+def list_entries(home: Home, category: object = None) -> dict[str, Any]:
+    if category is not None and not isinstance(category, str):
+        raise InvalidParams("'category' must be a string", param="category")
+    entries = []
+    for path in entry_paths(home, category):
+        try:
+            info = path.stat()
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        entries.append({"path": home.rel(path), "category": path.parent.name,
+                        "title": _title(text, path),
+                        "updated_at": iso(datetime.fromtimestamp(info.st_mtime, UTC)),
+                        "_mtime": info.st_mtime})
+    entries.sort(key=lambda e: (-e["_mtime"], e["path"]))
+    for entry in entries:
+        del entry["_mtime"]
+    return {"entries": entries}
+
+
+def _title(text: str, path: Path) -> str:
+    try:
+        meta, body = parse_note(text)
+    except FrontMatterError:
+        meta, body = {}, text
+    title = meta.get("title")
+    return str(title) if title else first_heading(body) or path.stem
+
+
+def get_entry(home: Home, rel: object) -> dict[str, Any]:
+    path = safe_relative(home.root, rel, "path")
+    parts = Path(str(rel)).parts
+    if len(parts) != 3 or parts[0] != "knowledge" or parts[1] not in KB_CATEGORIES \
+            or not parts[2].endswith(".md"):
+        raise InvalidParams("'path' must look like knowledge/<category>/<name>.md",
+                            param="path")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NotFound(f"no knowledge entry at {rel}", path=rel) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParams(f"cannot read {rel}: {exc}", param="path") from None
+    try:
+        _meta, body = parse_note(text)
+    except FrontMatterError:
+        body = text
+    return {"path": str(rel), "category": parts[1], "title": _title(text, path), "body": body}
+
+
+def write_entry(path: Path, text: str) -> None:
+    create_new_text(path, text, mode=0o644)

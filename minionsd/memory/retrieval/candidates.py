@@ -1,0 +1,155 @@
+"""Candidate records for task-aware retrieval: a bounded FTS5 search, read-only.
+
+This module owns the entry point that turns query terms into a pool of candidate records with
+a lexical score, and keeps one invariant: it only returns records retrieval may show
+(:mod:`.eligibility`). Terms are always quoted (:mod:`minionsd.ftsquery`), so no text can cause
+an FTS5 syntax error. The search is planned (:mod:`.planner`: selective terms, bounded hits)
+and scored (:mod:`.scoring`: FTS5's bm25 from stored counts); what it keeps between calls
+lives in the caller's :class:`~minionsd.retrieval.index.RecallIndex`.
+
+All reads of one call happen in one read transaction, so the view of the records, the index
+statistics and the document frequencies come from one snapshot (a df can never exceed the row
+count it is divided by).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from typing import Any
+
+from minionsd.memory.retrieval import eligibility, planner, scoring
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.storage import fts, records
+from minionsd.storage.fts import BM25_WEIGHTS, index_stats, plain_cursor, stems
+from minionsd.text.ftsquery import match_expression
+
+
+def fetch_candidates(
+    index: RecallIndex,
+    conn: sqlite3.Connection,
+    terms: list[str],
+    *,
+    project: str | None,
+    agent: str | None,
+    now_iso: str,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Up to `limit` retrievable records matching the terms, best bm25 first.
+
+    Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
+    (more negative is better) and ``matched_terms`` (how many of `terms` it contains).
+    Ties are broken by id.
+    """
+    terms = [t for t in dict.fromkeys(terms) if t]
+    if not terms or limit <= 0:
+        return []
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        return _fetch(index, conn, terms, project, agent, now_iso, limit)
+    finally:
+        if own and conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
+           project: str | None, agent: str | None, now_iso: str,
+           limit: int) -> list[dict[str, Any]]:
+    view = index.view
+    token = view.sync(conn)
+    stats = index_stats(conn)
+    if stats.rows == 0:
+        return []
+    dfs = index.document_frequencies(conn, terms, stats, token)
+    plan = planner.plan_query(terms, dfs, stats)
+    if plan is None:
+        return []
+    idf = {t: scoring.idf(dfs[t], stats.rows) for t in plan.scored}
+    pool = planner.pool(conn, index, token, plan, idf, math.ceil(planner.POOL_FACTOR * limit),
+                        eligibility.scopes(project, agent), now_iso)
+    if not pool:
+        return []
+    # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
+    stem_terms: dict[str, list[str]] = defaultdict(list)
+    for term, stem in stems(conn, plan.scored).items():
+        if stem is not None:
+            stem_terms[stem].append(term)
+    stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
+    counted = scoring.count_pool(conn, index, token, pool, stem_terms)
+    terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
+    # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
+    best = sorted(
+        (scoring.bm25(c.freq, stem_idf, c.length, stats.avgdl), c.id, c.seq, c)
+        for c in counted)[:limit]
+    rows = _full_rows(conn, index, token, [seq for _score, _id, seq, _c in best])
+    out = []
+    for score, _id, seq, counted_row in best:
+        record = rows.get(seq)
+        if record is None:  # deleted since the pool was read; skip rather than fail
+            continue
+        matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
+        out.append(dict(record, bm25=score, matched_terms=matched))
+    return out
+
+
+_ROW_SQL = ", ".join(records.WIRE_KEYS)
+
+
+def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
+    return records.to_wire(dict(zip(records.WIRE_KEYS, row, strict=True)))
+
+
+def _full_rows(conn: sqlite3.Connection, index: RecallIndex, token: int,
+               seqs: list[int]) -> dict[int, dict[str, Any]]:
+    """Decoded records by seq (shared dicts from the view's cache: do not change them)."""
+    found, missing = index.view.cached("rows", seqs)
+    if missing:
+        rows = fts.rows_by_seq(conn, f"seq, {_ROW_SQL}", missing)
+        fetched = {row[0]: _decode(row[1:]) for row in rows}
+        index.view.remember("rows", fetched, token, _row_bytes)
+        found |= fetched
+    return found
+
+
+def _row_bytes(record: dict[str, Any]) -> int:
+    """Roughly what a decoded row holds in memory (its text dominates)."""
+    return 600 + sum(len(record[k] or "") for k in ("title", "body", "source")) + 64 * (
+        len(record["paths"]) + len(record["tags"]))
+
+
+def fetch_candidates_naive(
+    conn: sqlite3.Connection,
+    terms: list[str],
+    *,
+    project: str | None,
+    agent: str | None,
+    now_iso: str,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Reference: one OR query over all terms, FTS5's bm25 (slow on large tables).
+
+    Same filters and result shape as :func:`fetch_candidates`, without ``matched_terms``;
+    tests and the benchmark compare the two.
+    """
+    expr = match_expression(list(dict.fromkeys(terms)))
+    if expr is None or limit <= 0:
+        return []
+    where, binds = eligibility.sql_filter(project, agent)
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    rows = plain_cursor(conn).execute(
+        f"""SELECT {', '.join('r.' + c for c in records.WIRE_KEYS)},
+                   bm25(memory_fts, {weights}) AS score
+            FROM memory_fts JOIN memory_records AS r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {where}
+            ORDER BY score, r.id LIMIT :limit""",
+        binds | {"expr": expr, "now": now_iso, "limit": limit},
+    ).fetchall()
+    out = []
+    for row in rows:
+        record = _decode(row[:-1])
+        record["bm25"] = row[-1]
+        out.append(record)
+    return out

@@ -1,0 +1,87 @@
+"""RecallIndex: everything retrieval keeps between calls, for one open database.
+
+The daemon makes one per open Database (the App owns it) and hands it to retrieval and to the
+jobs that change the index; a test makes a fresh one. Its lifetime is the database's, so
+nothing in it is keyed by database, and nothing is module-global. Thread-safe: the reader pool
+shares one index.
+
+It holds:
+
+* the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
+  lists, parsed term counts and decoded rows, kept current through ``record_changes``;
+* document frequencies by term for a few minutes (a zero only until any record changes);
+* the string table parsed rows share.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+
+from minionsd.memory.retrieval import planner
+from minionsd.memory.retrieval.recordview import MAX_CACHED, RecordView
+from minionsd.storage import fts
+
+DF_CACHE_SECONDS = 300.0
+MAX_DFS = 50_000
+MAX_SHARED = 100_000  # strings (~10 MB; the bench's 100,000 notes have ~27,000 stems)
+
+
+class RecallIndex:
+    """Retrieval's state for one open database (see the module docstring)."""
+
+    def __init__(self, max_cached: int = MAX_CACHED) -> None:
+        self.view = RecordView(max_cached)
+        self._lock = threading.Lock()
+        self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
+        self.shared: dict[str, str] = {}
+
+    def forget(self) -> None:
+        """Drop every cached value (after the FTS index was rebuilt in bulk)."""
+        self.view.clear()
+        with self._lock:
+            self._dfs.clear()
+            self.shared.clear()
+
+    # --- document frequencies --------------------------------------------------------------
+
+    def document_frequencies(self, conn: sqlite3.Connection, terms: Iterable[str],
+                             stats: fts.IndexStats, token: int) -> dict[str, int]:
+        """df of each term (see planner.count_dfs), cached for DF_CACHE_SECONDS or until the
+        row count moves by 5%; a zero only until the next change to memory_records (the view's
+        `token`), so a term that just appeared in a new record is searched at once. A cached df
+        that has grown since only shifts an idf a little."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        unknown = []
+        for term in dict.fromkeys(terms):
+            entry = self._dfs.get(term)
+            if entry is not None:
+                df, rows_then, expires, token_then = entry
+                if df == 0 and token == token_then:
+                    out[term] = 0
+                    continue
+                if (df and now <= expires
+                        and abs(stats.rows - rows_then) <= 0.05 * max(rows_then, 1)):
+                    out[term] = min(df, stats.rows)
+                    continue
+            unknown.append(term)
+        if unknown:
+            found = planner.count_dfs(conn, unknown, stats)
+            with self._lock:
+                if len(self._dfs) + len(found) > MAX_DFS:
+                    self._dfs.clear()
+                for term, df in found.items():
+                    self._dfs[term] = (df, stats.rows, now + DF_CACHE_SECONDS, token)
+            out |= found
+        return out
+
+    # --- rows --------------------------------------------------------------------------------
+
+    def shared_strings(self) -> dict[str, str]:
+        if len(self.shared) > MAX_SHARED:
+            with self._lock:
+                self.shared.clear()
+        return self.shared

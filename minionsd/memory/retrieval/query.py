@@ -1,0 +1,174 @@
+"""The retrieval query: which words of a work item are searched for, and which files it touches.
+
+This module owns the mapping from a SPEC §5 ``Task`` to at most 32 search terms and to the list
+of files used by the path boost. Pure functions: no SQL, no configuration.
+
+Invariant: terms are lower-case runs of letters/digits (see :mod:`minionsd.ftsquery`), unique,
+in first-seen order over the fields in this order: title, description, references,
+failure_context, source_plan, files, pr.title, pr.body, pr.branch, pr.files. Stop words (English
+function words plus the task boilerplate in :data:`TASK_BOILERPLATE`) are dropped, and so is a
+plural after its singular (or the reverse). Unlike free-text search there is no fall-back: a
+task made only of stop words has no terms, which retrieval reports as ``no_terms``. Fields of
+the wrong type are ignored rather than rejected.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from minionsd.memory.retrieval import synonyms
+from minionsd.text.ftsquery import (
+    STOP_WORDS,
+    code_terms,
+    is_useful_term,
+    normalise_phrases,
+    unique_terms,
+)
+
+MAX_TERMS = 32
+MAX_SYNONYM_TERMS = 6  # slots synonyms may take from the task's own last terms
+MAX_FILES = 200
+
+# Words that say "this is a task" rather than what it is about. Kept short on purpose: a word
+# that only sometimes carries meaning (bug, error, test, request) stays searchable, because the
+# candidate search already discounts terms that occur in most notes.
+_BOILERPLATE_TEXT = """
+    please pls thanks thank hi hello fix fixes fixed fixing issue issues task tasks ticket
+    tickets todo implement implements implemented implementing ensure need needs needed want
+    wants wanted make makes making sure like currently actually basically something anything
+    everything thing things stuff able https www com etc eg ie
+"""
+TASK_BOILERPLATE: frozenset[str] = frozenset(_BOILERPLATE_TEXT.split())
+# Words that tell the story of a task rather than name its subject ("probably", "never",
+# "someone sees"). A memory uses them in few notes, so bm25 would weigh them like an error
+# code; they are dropped from task text (notes are indexed unchanged).
+_NARRATIVE_TEXT = """
+    probably maybe perhaps somehow anyway instead again already still lately recently
+    sometimes usually always never today yesterday tomorrow tonight morning afternoon evening
+    someone somebody nobody everyone everybody anyone anybody people folks guys
+    seem seems seemed appear appears appeared happen happens happened happening
+    see sees saw seen show shows showed shown look looks looked looking
+    tell tells telling told say says said think thought know knows knew guess
+    come comes came coming become becomes became goes went gone grow grows grew
+    lot lots bit bunch whole huge tiny many several right
+"""
+TASK_NARRATIVE: frozenset[str] = frozenset(_NARRATIVE_TEXT.split())
+TASK_STOP_WORDS: frozenset[str] = STOP_WORDS | TASK_BOILERPLATE | TASK_NARRATIVE
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def _pr(task: Mapping[str, Any]) -> Mapping[str, Any]:
+    pr = task.get("pr")
+    return pr if isinstance(pr, Mapping) else {}
+
+
+def normalise_path(path: str) -> str:
+    """A repository-relative path in one spelling: '/' separators, no './', no trailing '/'."""
+    path = path.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    if not path:
+        return ""
+    norm = posixpath.normpath(path)
+    return "" if norm == "." else norm
+
+
+def task_files(task: Mapping[str, Any]) -> list[str]:
+    """The task's files and its PR's files, normalised, unique, in order."""
+    if not isinstance(task, Mapping):
+        return []
+    files = _strings(task.get("files")) + _strings(_pr(task).get("files"))
+    unique = dict.fromkeys(p for p in (normalise_path(f) for f in files) if p)
+    return list(unique)[:MAX_FILES]
+
+
+def _path_terms(path: str) -> Iterator[str]:
+    # The extension (py, ts, md) says little about the topic and would use a term slot.
+    stem, _ext = posixpath.splitext(normalise_path(path))
+    yield from code_terms(stem or path)
+
+
+def _field_texts(task: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
+    """(text, is_path) for every searchable field in query order."""
+    yield _text(task.get("title")), False
+    yield _text(task.get("description")), False
+    for ref in _strings(task.get("references")):
+        yield ref, False
+    yield _text(task.get("failure_context")), False
+    yield _text(task.get("source_plan")), False
+    for path in _strings(task.get("files")):
+        yield path, True
+    pr = _pr(task)
+    yield _text(pr.get("title")), False
+    yield _text(pr.get("body")), False
+    yield _text(pr.get("branch")), False
+    for path in _strings(pr.get("files")):
+        yield path, True
+
+
+def _all_terms(task: Mapping[str, Any]) -> Iterator[str]:
+    for text, is_path in _field_texts(task):
+        if not text:
+            continue
+        if is_path:
+            yield from _path_terms(text)
+        else:
+            yield from code_terms(normalise_phrases(text))
+
+
+def _plural_key(term: str) -> str:
+    return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
+
+
+def _one_per_plural(terms: Iterator[str]) -> Iterator[str]:
+    """Drop "timeouts" after "timeout" (and the reverse): FTS5 stems both to one term, so the
+    second spelling would only take a slot and count the same word twice in bm25."""
+    seen: dict[str, str] = {}
+    for term in terms:
+        first = seen.setdefault(_plural_key(term), term)
+        if first == term:
+            yield term
+
+
+def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]:
+    """The search terms of a task (at most `max_terms`, possibly none): its own words, then
+    the synonyms of the paraphrases it uses (:mod:`minionsd.retrieval.synonyms`), which may
+    take up to MAX_SYNONYM_TERMS of the last slots."""
+    if not isinstance(task, Mapping):
+        return []
+    own = unique_terms(
+        _one_per_plural(_all_terms(task)),
+        max_terms,
+        TASK_STOP_WORDS,
+        keep_stop_words_if_empty=False,
+    )
+    if not own:
+        return own
+    extra = synonym_terms(task, own)
+    if not extra:
+        return own
+    room = max(0, max_terms - len(own))
+    extra = extra[: max(room, min(MAX_SYNONYM_TERMS, max_terms // 4))]
+    return own[: max_terms - len(extra)] + extra
+
+
+def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
+    """Synonyms of the task's words that are not among `own` (its terms), nor stop words, nor
+    the plural or singular of one of them."""
+    text = " ".join(text for text, _is_path in _field_texts(task) if text)
+    taken = {_plural_key(term) for term in own}
+    return [term for term in synonyms.expansions(synonyms.words(text))
+            if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]

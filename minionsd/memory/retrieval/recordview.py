@@ -1,0 +1,250 @@
+"""An in-memory view of memory_records for retrieval: who may be recalled, and hot records.
+
+A retrieval checks the recall filters (status, scope, expiry, procedural trust) on the few
+hundred FTS5 hits of a task, and then reads term counts and rows for its best ~75. In SQL each
+of those is a row lookup in a table of multi-kilobyte rows. This module keeps instead:
+
+* a filter table for every record: a scope number and a recallable flag per seq (two arrays,
+  about 5 bytes a record), plus ``expires_at`` for the few records that have one;
+* bounded LRU caches, by seq, of values derived from recently recalled rows (parsed term
+  counts, decoded records), filled by the caller;
+* a bounded LRU cache of FTS5 hit lists by search term, dropped whole at any change (a new or
+  changed record may add a hit to any term).
+
+Both follow the table through ``record_changes`` (migration 0006), which triggers append to on
+every insert, update and delete, whoever writes. :meth:`RecordView.sync` reads the changes
+since it last looked (one query on an integer key; nothing else when nothing changed),
+updates the filter table and evicts those seqs from the caches. If the retention job has
+pruned the log past its place, the view reloads in full.
+
+A cached value is stored only if no change was applied between the sync that started the
+retrieval and the store, so a value read before a change can never outlive it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from minionsd.memory.retrieval.eligibility import eligible, unexpired
+
+MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
+# Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
+MAX_CACHED_BY_KIND = MappingProxyType({"hits": 1000})
+# And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
+# make the cache hold gigabytes.
+MAX_CACHED_BYTES = 16 << 20
+# Kinds whose entries are not per record: any change to any record drops the whole cache.
+WHOLE_KINDS = frozenset({"hits"})
+# More changes than this since the last look (a bulk import): reload the table in one streamed
+# pass instead, which also drops every cached value.
+RELOAD_AFTER_CHANGES = 5000
+DENSE_LIMIT = 1 << 22  # seqs below this live in the arrays, larger ones (never seen) in a dict
+
+
+class _Lru:
+    """An LRU map bounded by entries and by the bytes its entries say they take."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[Any, Any] = OrderedDict()
+        self.sizes: dict[Any, int] = {}
+        self.bytes = 0
+
+    def get(self, key: Any) -> Any:
+        value = self.entries.get(key)
+        if value is not None:
+            self.entries.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        self.pop(key)
+        self.entries[key] = value
+        self.sizes[key] = size
+        self.bytes += size
+
+    def pop(self, key: Any) -> None:
+        if self.entries.pop(key, None) is not None:
+            self.bytes -= self.sizes.pop(key)
+
+    def trim(self, max_entries: int, max_bytes: int) -> None:
+        while self.entries and (len(self.entries) > max_entries or self.bytes > max_bytes):
+            key, _value = self.entries.popitem(last=False)
+            self.bytes -= self.sizes.pop(key)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.sizes.clear()
+        self.bytes = 0
+
+
+def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None
+    return cur
+
+
+class RecordView:
+    """The filter table and caches of one database (owned by its RecallIndex)."""
+
+    def __init__(self, max_cached: int = MAX_CACHED) -> None:
+        self._lock = threading.Lock()
+        self._applied: int | None = None
+        self._scope_ids: dict[str, int] = {}
+        self._scope_of = array("i")  # by seq; -1 = no such record
+        self._recallable = bytearray()  # by seq; 1 = active and not excluded procedural
+        self._sparse: dict[int, tuple[int, int]] = {}  # seq >= DENSE_LIMIT -> (scope, flag)
+        self._expires: dict[int, str] = {}
+        self._max_cached = max_cached
+        self._caches: dict[str, _Lru] = {}
+
+    # --- following the table ---------------------------------------------------------------
+
+    def sync(self, conn: sqlite3.Connection) -> int:
+        """Catch up with memory_records; returns a token for :meth:`remember`."""
+        cur = _cursor(conn)
+        # The newest change id ever given out (kept by AUTOINCREMENT even when the log has
+        # been pruned empty) and the oldest one still in the log.
+        high, low = cur.execute(
+            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'record_changes'), "
+            "(SELECT min(id) FROM record_changes)").fetchone()
+        high = high or 0
+        with self._lock:
+            applied = self._applied
+            if applied is not None and high <= applied:
+                # Nothing new, or this connection reads an older snapshot than another reader
+                # already applied: never go back. An older token cannot store in a cache.
+                return high
+            if (applied is None or low is None or low > applied + 1
+                    or high - applied > RELOAD_AFTER_CHANGES):
+                self._load_all(cur)
+            else:
+                self._apply_changes(cur, applied, high)
+            self._applied = high
+            return high
+
+    def _load_all(self, cur: sqlite3.Cursor) -> None:
+        self._scope_of = array("i")
+        self._recallable = bytearray()
+        self._sparse.clear()
+        self._expires.clear()
+        for cache in self._caches.values():
+            cache.clear()
+        rows = cur.execute("SELECT seq, scope, status, type, trust, expires_at "
+                           "FROM memory_records ORDER BY seq DESC")
+        for row in rows:
+            self._set(*row)
+
+    def _apply_changes(self, cur: sqlite3.Cursor, after: int, upto: int) -> None:
+        rows = cur.execute(
+            """SELECT c.seq, r.scope, r.status, r.type, r.trust, r.expires_at
+               FROM (SELECT DISTINCT seq FROM record_changes WHERE id > ? AND id <= ?) AS c
+               LEFT JOIN memory_records AS r ON r.seq = c.seq""",
+            (after, upto),
+        )
+        for kind in WHOLE_KINDS & self._caches.keys():
+            self._caches[kind].clear()
+        for row in rows:
+            self._set(*row)
+            for cache in self._caches.values():
+                cache.pop(row[0])
+
+    def _set(self, seq: int, scope: str | None, status: str | None, kind: str | None,
+             trust: str | None, expires_at: str | None) -> None:
+        if status is None:  # deleted
+            scope_id, flag = -1, 0
+        else:
+            scope_id = self._scope_ids.setdefault(scope or "", len(self._scope_ids))
+            flag = int(eligible(status, kind, trust))
+        if seq >= DENSE_LIMIT or seq < 0:
+            self._sparse[seq] = (scope_id, flag)
+        else:
+            if seq >= len(self._recallable):
+                grow = max(seq + 1 - len(self._recallable), len(self._recallable) // 2, 1024)
+                self._scope_of.extend([-1] * grow)
+                self._recallable.extend(bytes(grow))
+            self._scope_of[seq] = scope_id
+            self._recallable[seq] = flag
+        if expires_at is None:
+            self._expires.pop(seq, None)
+        else:
+            self._expires[seq] = expires_at
+
+    # --- the recall filter -----------------------------------------------------------------
+
+    def recallable(self, seqs: Iterable[int], scopes: Sequence[str], now_iso: str,
+                   want: int) -> list[int]:
+        """The first `want` of `seqs` (in their order) that retrieval may show: active, in one
+        of `scopes`, not expired at `now_iso`, and :func:`eligible`.
+
+        A seq the view has not seen yet (written after the last sync) is left out.
+        """
+        out: list[int] = []
+        if want <= 0:
+            return out
+        with self._lock:
+            allowed = {self._scope_ids[s] for s in scopes if s in self._scope_ids}
+            if not allowed:
+                return out
+            scope_of, flags, size = self._scope_of, self._recallable, len(self._recallable)
+            expires = self._expires
+            for seq in seqs:
+                if 0 <= seq < size:
+                    if not flags[seq] or scope_of[seq] not in allowed:
+                        continue
+                else:
+                    scope_id, flag = self._sparse.get(seq, (-1, 0))
+                    if not flag or scope_id not in allowed:
+                        continue
+                limit = expires.get(seq)
+                if limit is not None and not unexpired(limit, now_iso):
+                    continue
+                out.append(seq)
+                if len(out) >= want:
+                    break
+        return out
+
+    # --- caches of derived values ----------------------------------------------------------
+
+    def cached(self, kind: str, keys: Iterable[Any]) -> tuple[dict[Any, Any], list[Any]]:
+        """(values found, keys missing) in the `kind` cache (keys are seqs, except for the
+        kinds in WHOLE_KINDS)."""
+        found: dict[Any, Any] = {}
+        missing: list[Any] = []
+        with self._lock:
+            cache = self._caches.setdefault(kind, _Lru())
+            for key in keys:
+                value = cache.get(key)
+                if value is None:
+                    missing.append(key)
+                else:
+                    found[key] = value
+        return found, missing
+
+    def remember(self, kind: str, values: dict[Any, Any], token: int,
+                 size_of: Callable[[Any], int] | None = None) -> None:
+        """Cache values read after the sync that returned `token`, unless a change has been
+        applied since (the value may predate it). `size_of` gives an entry's size in bytes
+        (default 1 KiB); a value larger than a tenth of MAX_CACHED_BYTES is not cached."""
+        if not values:
+            return
+        with self._lock:
+            if self._applied != token:
+                return
+            cache = self._caches.setdefault(kind, _Lru())
+            for key, value in values.items():
+                size = size_of(value) if size_of is not None else 1024
+                if size <= MAX_CACHED_BYTES // 10:
+                    cache.put(key, value, size)
+            limit = min(self._max_cached, MAX_CACHED_BY_KIND.get(kind, self._max_cached))
+            cache.trim(limit, MAX_CACHED_BYTES)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._applied = None
+            for cache in self._caches.values():
+                cache.clear()

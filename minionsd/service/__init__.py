@@ -1,0 +1,2 @@
+"""The running daemon: components, consolidation service, watcher, scheduler, health, systemd.
+"""

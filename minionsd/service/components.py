@@ -1,0 +1,42 @@
+"""The daemon's background components, built and wired in start order.
+
+Each component receives the parts of the others it uses as constructor arguments, so the
+wiring is visible here and a missing part is an error at start-up, never a silent no-op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from minionsd.memory import jobs
+from minionsd.memory.app import App
+from minionsd.memory.backup import BackupSurface
+from minionsd.memory.recall import RecallSurface
+from minionsd.service.consolidation import ConsolidationService
+from minionsd.service.health import Health
+from minionsd.service.schedule import Scheduler
+from minionsd.service.surfaces import KnowledgeSurface
+from minionsd.service.systemd import Notifier
+from minionsd.service.watch import InboxWatcher
+from minionsd.service.watch_kb import KnowledgeWatcher
+
+
+def build(app: App, notifier: Notifier, *,
+          crash_at: Callable[[str], None] | None = None) -> list[Any]:
+    consolidation = ConsolidationService(app, crash_at=crash_at)
+    inbox_watcher = InboxWatcher(app, on_change=consolidation.poke)
+    kb_watcher = KnowledgeWatcher(app)
+    upkeep = jobs.InboxUpkeep(
+        check_watchers=(inbox_watcher.check_observer, kb_watcher.check_observer),
+        scan=consolidation.scan_report, poke=consolidation.poke_threadsafe)
+    return [
+        consolidation,
+        inbox_watcher,
+        kb_watcher,
+        KnowledgeSurface(app),
+        RecallSurface(app),
+        BackupSurface(app, pause_consolidation=consolidation.paused),
+        Scheduler(app, jobs.job_table(upkeep)),
+        Health(app, notifier, watchers_alive=inbox_watcher.healthy),
+    ]

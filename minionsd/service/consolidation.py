@@ -1,0 +1,241 @@
+"""The consolidation component: inbox methods, triggering, status, start-up recovery.
+
+Owns the asyncio side: a lock so one batch runs at a time, the threshold trigger, and the
+hand-off of the synchronous Pipeline to a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import structlog
+
+from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.fileio import atomic_write_text
+from minionsd.home import check_name
+from minionsd.memory import inbox as inbox_mod
+from minionsd.memory import quarantine
+from minionsd.memory.app import App
+from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
+from minionsd.memory.identity import ENGINE
+from minionsd.memory.inbox import Inbox
+from minionsd.storage import journal, submissions
+from minionsd.threads import run_in_daemon_thread
+
+log = structlog.get_logger()
+
+
+class ConsolidationService:
+    def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
+        self.app = app
+        self.inbox = Inbox(app.home)
+        self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
+                                 crash_at=crash_at)
+        self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
+        self._lock = asyncio.Lock()
+        self._trigger_task: asyncio.Task | None = None
+        self._dirty = False
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.TimerHandle | None = None  # the inbox_max_wait_s timer
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        async with self._lock:
+            try:
+                await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
+            except Abandoned:
+                return
+        # The start-up reconcile: quarantine what cannot be processed before we report ready.
+        report = await run_in_daemon_thread(self.scan_report, name="inbox-scan")
+        log.info("inbox.startup_scan", **report)
+        self.poke()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self.pipeline.abandon()
+        if self._wake is not None:
+            self._wake.cancel()
+        if self._trigger_task is not None:
+            self._trigger_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._trigger_task, 8)
+        # Wait for a running batch to reach a step boundary (it stops there).
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._lock.acquire(), 8)
+
+    # --- running batches ----------------------------------------------------------------------
+
+    async def run(self, force: bool = False) -> dict[str, Any]:
+        if self._stopping:
+            raise InvalidState("the daemon is shutting down")
+        async with self._lock:
+            result = await run_in_daemon_thread(self.pipeline.run, force, name="consolidation")
+        self.poke()
+        return result.to_wire()
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Wait for a running batch to end and start no other until the block exits."""
+        async with self._lock:
+            yield
+        self.poke()
+
+    def poke(self) -> None:
+        """Something may have changed in the inbox: check the threshold soon."""
+        if self._stopping:
+            return
+        self._dirty = True
+        if self._trigger_task is None or self._trigger_task.done():
+            self._trigger_task = asyncio.get_running_loop().create_task(self._auto())
+
+    def poke_threadsafe(self) -> None:
+        if self._loop is not None and not self._stopping:
+            self._loop.call_soon_threadsafe(self.poke)
+
+    def scan_report(self) -> dict[str, Any]:
+        """For the rescan job: reconcile the inbox directory (quarantining bad files)."""
+        before = self.quarantined.get()
+        state = self.pipeline.inbox_state()
+        return {"pending": len(state.notes), "eligible": len(state.eligible()),
+                "quarantined": self.quarantined.get() - before}
+
+    async def _auto(self) -> None:
+        """Run batches while the threshold is met; look again whenever the inbox moved.
+
+        A poke that arrives while this task sleeps or scans only marks the inbox dirty, so
+        the loop takes one more look instead of missing a note that completed the threshold;
+        notes still settling are waited for rather than left to the next rescan.
+        """
+        while not self._stopping:
+            self._dirty = False
+            cfg = self.app.config
+            if not cfg["engine.auto_consolidate_memory"]:
+                return
+            await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
+            state, due_in = await run_in_daemon_thread(self.pipeline.work_plan,
+                                                       name="inbox-scan")
+            self._arm_wake(due_in)
+            if state == "work":
+                try:
+                    async with self._lock:
+                        await run_in_daemon_thread(self.pipeline.run, False,
+                                                   name="consolidation")
+                except Abandoned:
+                    return
+                except Exception:
+                    log.exception("consolidation.failed")
+                    return
+            elif state == "idle" and not self._dirty:
+                return
+
+    def _arm_wake(self, due_in: float | None) -> None:
+        """Look again when the oldest eligible note reaches engine.inbox_max_wait_s."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if due_in is not None and not self._stopping and self._loop is not None:
+            self._wake = self._loop.call_later(max(0.0, due_in) + 0.05, self.poke)
+
+    async def config_changed(self, key: str | None) -> None:
+        if key is None or key.startswith("engine."):
+            self.poke()  # a new threshold or wait bound may make a batch due (or later)
+
+    # --- status -------------------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
+        counters = await self.app.db.read_light(journal.counters)
+        return {
+            "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
+                      "held": sum(1 for n in state.notes if n.held),
+                      "quarantined": self.quarantined.get()},
+            "consolidation": {
+                "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
+                "batches": int(counters.get("batches", 0)),
+                "circuit_breaks": int(counters.get("circuit_breaks", 0)),
+                "running": self._lock.locked(),
+            },
+        }
+
+    # --- inbox methods ------------------------------------------------------------------------
+
+    def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
+        now = self.app.now()
+        submission = inbox_mod.prepare_submission(params, now)
+        size, limit = len(submission.text.encode("utf-8")), \
+            self.app.config["engine.inbox_max_note_bytes"]
+        if size > limit:  # the inbox would only quarantine it
+            raise InvalidParams(f"the note would be {size} bytes, over "
+                                f"engine.inbox_max_note_bytes ({limit})", param="body")
+        inbox_dir = self.app.home.inbox
+
+        def claim_and_write(conn: Any) -> tuple[str, bool]:
+            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
+            if fresh:
+                # Written inside the transaction: if the write fails the claim rolls back.
+                atomic_write_text(inbox_dir / name, submission.text)
+            return name, fresh
+
+        name, written = self.app.db.write_blocking(claim_and_write)
+        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
+                "duplicate": not written}
+
+    def methods(self) -> dict[str, Any]:
+        async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
+                               project: Any = None, task: Any = None, pr: Any = None,
+                               outcome: Any = None, hold: Any = False) -> dict[str, Any]:
+            if author == ENGINE:
+                raise InvalidParams(f"'author' {ENGINE!r} is reserved for the daemon's own "
+                                    "alerts", param="author")
+            params = {"body": body, "author": author, "title": title, "kind": kind,
+                      "project": project, "task": task, "pr": pr, "outcome": outcome,
+                      "hold": hold}
+            result = await run_in_daemon_thread(self.submit_sync, params, name="submit")
+            self.poke()
+            return result
+
+        async def inbox_list(quarantined: Any = False) -> dict[str, Any]:
+            if not isinstance(quarantined, bool):
+                raise InvalidParams("'quarantined' must be true or false", param="quarantined")
+            if quarantined:
+                return {"quarantined": await run_in_daemon_thread(
+                    quarantine.list_quarantined, self.app.home.quarantine,
+                    name="inbox-list")}
+            state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
+            return {"notes": [
+                {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
+                 "eligible": state.is_eligible(n), "held": n.held}
+                for n in state.notes]}
+
+        async def inbox_hold(name: Any, held: Any) -> dict[str, Any]:
+            check_name(name, "name")
+            if not isinstance(held, bool):
+                raise InvalidParams("'held' must be true or false", param="held")
+            if held and not (self.app.home.inbox / name).is_file():
+                raise NotFound(f"no note named {name!r} in the inbox", name=name)
+            await self.app.db.write(submissions.set_hold, name, held, self.app.now())
+            self.poke()
+            return {"name": name, "held": held}
+
+        async def inbox_requeue(name: Any) -> dict[str, Any]:
+            taken = set(await self.app.db.read(submissions.submitted_names))
+            new_name = await run_in_daemon_thread(
+                quarantine.requeue, self.app.home.quarantine, self.app.home.inbox, name, taken,
+                name="inbox-requeue")
+            self.poke()
+            return {"name": new_name, "path": self.app.home.rel(self.app.home.inbox / new_name)}
+
+        async def consolidation_run(force: Any = False) -> dict[str, Any]:
+            if not isinstance(force, bool):
+                raise InvalidParams("'force' must be true or false", param="force")
+            return await self.run(force)
+
+        return {"inbox.submit": inbox_submit, "inbox.list": inbox_list,
+                "inbox.hold": inbox_hold, "inbox.requeue": inbox_requeue,
+                "consolidation.run": consolidation_run}

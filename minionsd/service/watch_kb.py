@@ -1,0 +1,145 @@
+"""Knowledge watching (SPEC §3.7): a hand edit under knowledge/<category>/ reaches SQL live.
+
+watchdog reports created, modified, moved and deleted files under knowledge/; the handler only
+notes which entry paths were touched. After `DEBOUNCE_S` without further events the touched
+paths are handed, one by one, to `kb_sweep.sync_kb_file`, the KB sweep's code for a single file,
+so an editor's burst of writes costs one import. Notebooks (knowledge/agents/), knowledge/_swept/,
+hidden, temporary and non-`.md` files are ignored. The daemon's own writes need no special
+case: syncing a file SQL already matches changes nothing, and an entry consolidation is still
+writing is left to the batch. The scheduled sweep remains the safety net for missed events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from pathlib import Path
+
+import structlog
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from minionsd.home import KB_CATEGORIES
+from minionsd.memory import kb_sweep
+from minionsd.memory.app import App
+from minionsd.memory.inbox import is_candidate_name
+from minionsd.threads import run_in_daemon_thread
+
+log = structlog.get_logger()
+DEBOUNCE_S = 0.5
+
+
+class _Touched(FileSystemEventHandler):
+    def __init__(self, watcher: KnowledgeWatcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        try:
+            if event.is_directory or event.event_type not in (
+                    "created", "modified", "closed", "moved", "deleted"):
+                return
+            for raw in (event.src_path, getattr(event, "dest_path", "")):
+                if raw:
+                    self.watcher.touched(Path(str(raw)))
+        except Exception:
+            pass
+
+
+class KnowledgeWatcher:
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._observer: Observer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._pending: set[Path] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task | None = None
+        self.synced = 0
+
+    def entry_path(self, path: Path) -> bool:
+        """True for knowledge/<category>/<name>.md with a watched category and a real name."""
+        root = self.app.home.root / "knowledge"
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            return False
+        return len(parts) == 2 and parts[0] in KB_CATEGORIES and is_candidate_name(parts[1])
+
+    def touched(self, path: Path) -> None:
+        """Called on the observer thread for every event path."""
+        if not self.entry_path(path):
+            return
+        with self._lock:
+            self._pending.add(path)
+            loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._debounce)
+
+    def _debounce(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        assert self._loop is not None
+        self._timer = self._loop.call_later(DEBOUNCE_S, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._task is not None and not self._task.done():
+            self._debounce()  # one sync at a time; look again once this one is done
+            return
+        with self._lock:
+            paths, self._pending = sorted(self._pending), set()
+        if paths and self._loop is not None:
+            self._task = self._loop.create_task(self._sync(paths))
+
+    async def _sync(self, paths: list[Path]) -> None:
+        for path in paths:
+            try:
+                outcome = await run_in_daemon_thread(kb_sweep.sync_kb_file, self.app, path,
+                                                     self.app.now(), name="kb-watch")
+            except Exception:
+                log.exception("kb_watch.sync_failed", path=self.app.home.rel(path))
+                continue
+            self.synced += 1
+            if outcome not in ("unchanged", "deferred"):
+                log.info("kb_watch.synced", path=self.app.home.rel(path), outcome=outcome)
+
+    def _start_observer(self) -> None:
+        root = self.app.home.root / "knowledge"
+        for category in KB_CATEGORIES:
+            (root / category).mkdir(parents=True, exist_ok=True)
+        observer = Observer()
+        observer.daemon = True
+        observer.schedule(_Touched(self), str(root), recursive=True)
+        observer.start()
+        self._observer = observer
+
+    def healthy(self) -> bool:
+        return self._observer is not None and self._observer.is_alive()
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._start_observer()
+
+    def check_observer(self) -> None:
+        """Restart a dead observer (callable from any thread, e.g. the rescan job)."""
+        with self._lock:
+            if self._loop is None or self.healthy():
+                return
+        log.warning("kb_watch.observer_dead")
+        with contextlib.suppress(Exception):
+            if self._observer is not None:
+                self._observer.stop()
+        self._start_observer()
+
+    async def stop(self) -> None:
+        with self._lock:
+            observer, self._observer, self._loop = self._observer, None, None
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 5)
+        if observer is not None:
+            observer.stop()
+            await asyncio.get_running_loop().run_in_executor(None, observer.join, 5)

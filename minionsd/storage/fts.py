@@ -1,0 +1,259 @@
+"""The FTS5 index of memory_records through documented interfaces only: stems, term counts,
+index statistics and segment upkeep.
+
+Storage-level (records.py, jobs and retrieval import it; it imports only ftsquery and
+textcut). It also
+recomputes a record's derived index columns (search_aux, term_counts) for the reindex job.
+Nothing here reads FTS5's shadow tables: stems and per-record term counts come from FTS5
+itself, tokenising the text in a TEMP FTS5 table of the caller's connection and reading it
+back through fts5vocab; row count and total length come from ``fts_stats`` (migration 0010,
+kept by triggers from the stored term counts); upkeep runs FTS5's 'merge' command and tells
+from ``total_changes`` whether it did any work.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from minionsd.text import ftsquery
+from minionsd.text.textcut import scrub_surrogates
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+# bm25 weights for (title, body, aux): a title hit counts four body hits. memory.search's
+# bm25() and retrieval's own scoring both use these.
+BM25_WEIGHTS = (4.0, 1.0, 2.0)
+BM25_K1 = 1.2  # FTS5's bm25 parameters
+BM25_B = 0.75
+COUNTS_FORMAT = "2"  # first word of a stored term_counts value (see term_counts)
+
+_COUNTS_TABLE = "minions_counts"
+_WORDS_TABLE = "minions_words"
+
+
+def plain_cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples, whatever the connection's row factory is
+    return cur
+
+
+def _scratch(cur: sqlite3.Cursor) -> None:
+    """The TEMP tables this module tokenises in (per connection, created on first use)."""
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE} USING "
+                f"fts5(title, body, aux, tokenize='{TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_col USING "
+                f"fts5vocab(temp, {_COUNTS_TABLE}, 'col')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE} USING "
+                f"fts5(w, tokenize='{TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE}_inst USING "
+                f"fts5vocab(temp, {_WORDS_TABLE}, 'instance')")
+
+
+def _text(blob: bytes) -> str:
+    # FTS5 cuts a huge token at a byte limit, possibly inside a character.
+    return blob.decode("utf-8", errors="replace")
+
+
+def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
+    """A record's stemmed, column-weighted term counts, as stored in memory_records.term_counts.
+
+    Text, one line per stem: a header ``"2 <n> 1"`` (format 2; n = tokens in all three columns,
+    the row's length for bm25), then ``"<stem> <f>"`` where f is the occurrences in title, body
+    and aux weighted by BM25_WEIGHTS, as FTS5's bm25 weighs them. FTS5 tokenises the text (in a
+    TEMP table of `conn`, rolled back at once), so the counts are exactly the index's. Computed
+    once at write time so a retrieval reads it instead of tokenising every candidate's text.
+    """
+    cur = plain_cursor(conn)
+    _scratch(cur)
+    cur.execute("SAVEPOINT minions_counts")
+    try:
+        cur.execute(f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) "
+                    "VALUES (1, ?, ?, ?)", tuple(scrub_surrogates(text or "")
+                                                 for text in (title, body, aux)))
+        rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
+                           f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
+    finally:
+        cur.execute("ROLLBACK TO minions_counts")
+        cur.execute("RELEASE minions_counts")
+    weight = dict(zip(("title", "body", "aux"), BM25_WEIGHTS, strict=True))
+    weighted: dict[str, float] = {}
+    length = 0
+    for term, col, count in rows:
+        stem = _text(term)
+        weighted[stem] = weighted.get(stem, 0.0) + count * weight[col]
+        length += count
+    lines = [f"{COUNTS_FORMAT} {length} 1"]
+    lines += [f"{stem} {_number(f)}" for stem, f in weighted.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | None]:
+    """FTS5 porter stems of `words` (None for a word that is not exactly one token), from a
+    TEMP table of `conn`, rolled back at once."""
+    wanted = list(dict.fromkeys(words))
+    if not wanted:
+        return {}
+    clean = {w: scrub_surrogates(w) for w in wanted}  # UTF-8 cannot carry a lone surrogate
+    # ASCII letters/digits are always exactly one token, so they share one row (0) and are
+    # told apart by offset; any other word gets a row of its own.
+    simple = [w for w in wanted if w.isascii() and w.isalnum()]
+    other = [w for w in wanted if not (w.isascii() and w.isalnum())]
+    cur = plain_cursor(conn)
+    _scratch(cur)
+    per_row: dict[int, list[tuple[int, str]]] = {}
+    cur.execute("SAVEPOINT minions_words")
+    try:
+        if simple:
+            cur.execute(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (0, ?)",
+                        (" ".join(simple),))
+        cur.executemany(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)",
+                        ((i, clean[w]) for i, w in enumerate(other, start=1)))
+        for term, doc, offset in cur.execute(
+                f"SELECT CAST(term AS BLOB), doc, offset FROM temp.{_WORDS_TABLE}_inst"):
+            per_row.setdefault(doc, []).append((offset, _text(term)))
+    finally:
+        cur.execute("ROLLBACK TO minions_words")
+        cur.execute("RELEASE minions_words")
+    out: dict[str, str | None] = dict.fromkeys(wanted)
+    for offset, term in per_row.get(0, []):
+        out[simple[offset]] = term
+    for index, word in enumerate(other, start=1):
+        tokens = per_row.get(index, [])
+        out[word] = tokens[0][1] if len(tokens) == 1 else None
+    return out
+
+
+def counts_length(stored: str) -> int | None:
+    """The length in a stored term_counts header (None if it is not format 2)."""
+    if not stored or not stored.startswith(COUNTS_FORMAT + " "):
+        return None
+    header = stored[: stored.find("\n")].split(" ")
+    if len(header) != 3 or not header[1].isdigit():
+        return None
+    return int(header[1])
+
+
+def derived_after(conn: sqlite3.Connection, seq: int, missing_only: bool,
+                  chunk: int) -> tuple[int | None, list[tuple[str, str, int]]]:
+    """The next `chunk` records after `seq` (only those without stored counts with
+    `missing_only`): (the last seq read or None, [(search_aux, term_counts, seq)] for those
+    whose derived columns differ from what the indexing rules give now)."""
+    where = "seq > ? AND term_counts IS NULL" if missing_only else "seq > ?"
+    rows = plain_cursor(conn).execute(
+        "SELECT seq, title, body, paths, tags, search_aux, term_counts "
+        f"FROM memory_records WHERE {where} ORDER BY seq LIMIT ?", (seq, chunk)).fetchall()
+    changed = []
+    for row_seq, title, body, paths, tags, old_aux, old_counts in rows:
+        aux = ftsquery.index_aux_text(title, body, json.loads(paths), json.loads(tags))
+        counts = term_counts(conn, title, body, aux)
+        if aux != old_aux or counts != old_counts:
+            changed.append((aux, counts, row_seq))
+    return (rows[-1][0] if rows else None), changed
+
+
+def update_derived(conn: sqlite3.Connection, changed: list[tuple[str, str, int]]) -> None:
+    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
+                     changed)
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    rows: int  # records in the index
+    total_tokens: int  # summed length of the records with stored counts
+    counted: int  # how many records have stored counts
+    max_rowid: int
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_tokens / self.counted if self.counted else 0.0
+
+
+_STATS_SQL = ("SELECT rows, counted, tokens, (SELECT max(seq) FROM memory_records) "
+              "FROM fts_stats WHERE id = 1")
+
+
+def index_stats(conn: sqlite3.Connection) -> IndexStats:
+    """Row count, length total and largest rowid of the index (fts_stats, migration 0010)."""
+    row = plain_cursor(conn).execute(_STATS_SQL).fetchone()
+    if row is None:
+        return IndexStats(0, 0, 0, 0)
+    rows, counted, tokens, max_rowid = row
+    return IndexStats(rows, tokens, counted, max_rowid or 0)
+
+
+# --- searches for the candidate planner ------------------------------------------------------
+
+
+def capped_counts(conn: sqlite3.Connection, terms: Sequence[str], cap: int | None,
+                  after: int | None = None) -> list[int]:
+    """Rows (with rowid > `after`, if given) matching each term, counting each to at most
+    `cap` (None: no cap), in one statement."""
+    window = "" if after is None else " AND rowid > ?"
+    limit = "" if cap is None else " LIMIT ?"
+    sub = ("(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ?"
+           f"{window}{limit}))")
+    binds: list[Any] = []
+    for term in terms:
+        binds.append(ftsquery.quote_term(term))
+        binds += [] if after is None else [after]
+        binds += [] if cap is None else [cap]
+    return list(plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(terms)),
+                                           binds).fetchone())
+
+
+def rows_after(conn: sqlite3.Connection, seq: int) -> int:
+    """How many records have a seq (FTS5 rowid) above `seq`."""
+    return plain_cursor(conn).execute("SELECT count(*) FROM memory_records WHERE seq > ?",
+                                      (seq,)).fetchone()[0]
+
+
+def hit_lists(conn: sqlite3.Connection, groups: Sequence[tuple[str, int]],
+              limit: int) -> dict[tuple[str, int], array[int]]:
+    """Rowids matching each (term, after rowid), at most `limit` each, in one statement (one
+    comma-separated text per term: far fewer Python steps than a result row per hit)."""
+    sub = ("(SELECT group_concat(rowid) FROM (SELECT rowid FROM memory_fts "
+           "WHERE memory_fts MATCH ? AND rowid > ? LIMIT ?))")
+    binds: list[Any] = []
+    for term, min_rowid in groups:
+        binds += [ftsquery.quote_term(term), min_rowid, limit]
+    lists = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(groups)),
+                                       binds).fetchone()
+    return {group: array("q", map(int, text.split(",")) if text else ())
+            for group, text in zip(groups, lists, strict=True)}
+
+
+def rows_by_seq(conn: sqlite3.Connection, columns: str,
+                seqs: list[int]) -> list[tuple[Any, ...]]:
+    """`columns` of the memory_records rows whose seq is one of `seqs`, in one statement."""
+    return plain_cursor(conn).execute(
+        f"SELECT {columns} FROM memory_records WHERE seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(seqs),)).fetchall()
+
+
+# --- upkeep ----------------------------------------------------------------------------------
+
+
+def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
+    """One step of FTS5's incremental 'merge' (about `pages` pages written); whether it did any
+    work. As the FTS5 documentation says, a step that changed fewer than two rows (by
+    sqlite3_total_changes) found nothing to merge.
+
+    It merges segments of the same level only (migration 0006 sets 'usermerge' to 2, so two on
+    a level are enough): new small segments are merged with each other, and the big segment of
+    a large index is rewritten only when a merge reaches its level, as in any log-structured
+    merge. (A negative count would rewrite the whole index every time.)
+    """
+    before = conn.total_changes
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", (abs(pages),))
+    return conn.total_changes - before >= 2

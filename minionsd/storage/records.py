@@ -1,0 +1,342 @@
+"""memory_records: insert/upsert, reads with read-time expiry, search, lifecycle, counts.
+
+Every function takes a sqlite3 connection: writes receive the writer's connection inside its
+transaction, reads a read connection. A record whose `expires_at` has passed reads as
+`expired` everywhere, even before the expiry job stores that status.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.storage import fts
+from minionsd.storage.record_fields import (
+    PIN_FLOOR,
+    STATUSES,
+    TYPES,
+    check_choice,
+    check_scope,
+    opt_str,
+)
+from minionsd.text import ftsquery
+
+MAX_SEARCH_LIMIT = 500
+
+_JSON_COLUMNS = ("paths", "tags", "meta")
+_WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
+              "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
+              "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
+              "retracted_reason", "meta")
+WIRE_KEYS = _WIRE_KEYS  # the Record keys, in column order
+EFFECTIVE_STATUS = (
+    "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
+    "THEN 'expired' ELSE r.status END)"
+)
+
+
+def new_id(now: datetime) -> str:
+    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
+    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
+
+
+# --- rows ----------------------------------------------------------------------------------
+
+def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
+    record = {key: row[key] for key in _WIRE_KEYS}
+    for column in _JSON_COLUMNS:
+        record[column] = json.loads(record[column])
+    record["pinned"] = bool(record["pinned"])
+    if "eff_status" in row.keys():  # noqa: SIM118 - sqlite3.Row "in" tests values
+        record["status"] = row["eff_status"]
+    return record
+
+
+def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
+           content_hash: str | None = None) -> str:
+    record_id = new_id(now)
+    stamp = iso(now)
+    row = dict(fields)
+    created = row.pop("created_at", None) or stamp
+    aux = ftsquery.index_aux_text(row["title"], row["body"], row["paths"], row["tags"])
+    conn.execute(
+        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
+               author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
+               created_at, updated_at, expires_at, meta, content_hash, search_aux,
+               term_counts)
+           VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
+               :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
+               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux, :counts)""",
+        row | {"id": record_id, "paths": json.dumps(row["paths"]),
+               "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
+               "created_at": created, "updated_at": stamp, "content_hash": content_hash,
+               "aux": aux, "counts": fts.term_counts(conn, row["title"], row["body"], aux)},
+    )
+    return record_id
+
+
+_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
+
+
+def plain_snippet(snippet: str | None) -> str | None:
+    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
+    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
+
+
+def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
+                   now: datetime) -> tuple[str, bool]:
+    """Insert unless a record with this content hash exists; (id, inserted)."""
+    found = conn.execute("SELECT id FROM memory_records WHERE content_hash = ?",
+                         (content_hash,)).fetchone()
+    if found:
+        return found["id"], False
+    return insert(conn, fields, now, content_hash), True
+
+
+def update_content(conn: sqlite3.Connection, record_id: str, title: str, body: str,
+                   now: datetime) -> None:
+    """New title and body for a record (a hand-edited KB file); search_aux follows them."""
+    row = conn.execute("SELECT paths, tags FROM memory_records WHERE id = ?",
+                       (record_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no record with id {record_id!r}", id=record_id)
+    aux = ftsquery.index_aux_text(title, body, json.loads(row["paths"]), json.loads(row["tags"]))
+    conn.execute("""UPDATE memory_records SET title = ?, body = ?, search_aux = ?,
+                        term_counts = ?, updated_at = ? WHERE id = ?""",
+                 (title, body, aux, fts.term_counts(conn, title, body, aux), iso(now), record_id))
+
+
+def records_version(conn: sqlite3.Connection) -> int:
+    """The newest record_changes id ever given out: it moves whenever a record is written."""
+    row = conn.execute(
+        "SELECT seq FROM sqlite_sequence WHERE name = 'record_changes'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def prune_changes(conn: sqlite3.Connection, keep: int) -> int:
+    """Drop all but the newest `keep` rows of the record_changes log (migration 0006).
+
+    Readers that had not caught up past the pruned rows notice the gap and reload in full.
+    """
+    cursor = conn.execute(
+        "DELETE FROM record_changes WHERE id <= (SELECT max(id) FROM record_changes) - ?",
+        (keep,))
+    return cursor.rowcount
+
+
+def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[str, Any]:
+    if not isinstance(record_id, str) or not record_id:
+        raise InvalidParams("'id' must be a non-empty string", param="id")
+    row = conn.execute(
+        f"SELECT r.*, {EFFECTIVE_STATUS} AS eff_status FROM memory_records r WHERE r.id = :id",
+        {"id": record_id, "now": iso(now)},
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no record with id {record_id!r}", id=record_id)
+    return to_wire(row)
+
+
+# --- search ---------------------------------------------------------------------------------
+
+def search(conn: sqlite3.Connection, params: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    query = params.get("query")
+    if not isinstance(query, str):
+        raise InvalidParams("'query' must be a string", param="query")
+    limit = params.get("limit", 20)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_SEARCH_LIMIT}",
+                            param="limit")
+    statuses = params.get("status") or ["active"]
+    if isinstance(statuses, str):
+        statuses = [statuses]
+    if not isinstance(statuses, list):
+        raise InvalidParams("'status' must be a list of statuses", param="status")
+    for status in statuses:
+        check_choice(status, "status", STATUSES)
+    expression = ftsquery.search_expression(query)
+    if expression is None:
+        return {"records": [], "total": 0}
+    where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
+    binds: dict[str, Any] = {"expr": expression, "now": iso(now), "limit": limit}
+    binds |= {f"s{i}": s for i, s in enumerate(statuses)}
+    if params.get("type") is not None:
+        binds["type"] = check_choice(params["type"], "type", TYPES)
+        where.append("r.type = :type")
+    if params.get("scope") is not None:
+        binds["scope"] = check_scope(params["scope"])
+        where.append("r.scope = :scope")
+    for column in ("project", "agent"):
+        if params.get(column) is not None:
+            binds[column] = opt_str(params, column, 200)
+            where.append(f"r.{column} = :{column}")
+    condition = " AND ".join(where)
+    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+    # Rank first on the narrow join, then build rows and snippets for the page only: the
+    # snippet and the wide row are the expensive part when thousands of records match.
+    ranked = conn.execute(
+        f"""SELECT r.seq AS seq, memory_fts.rank AS rank
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
+              AND {condition}
+            ORDER BY memory_fts.rank, r.id LIMIT :limit""",
+        binds,
+    ).fetchall()
+    order = {row["seq"]: (row["rank"], i) for i, row in enumerate(ranked)}
+    seqs = ", ".join(str(int(seq)) for seq in order)
+    rows = conn.execute(
+        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
+        binds,
+    ).fetchall() if order else []
+    rows = sorted(rows, key=lambda row: order[row["seq"]][1])
+    only_active = statuses == ["active"] and len(where) == 1
+    total = _count_active(conn, binds) if only_active else conn.execute(
+        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {condition}""",
+        binds,
+    ).fetchone()[0]
+    records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
+                               "rank": order[row["seq"]][0]} for row in rows]
+    return {"records": records, "total": total}
+
+
+def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
+    """Matches among active records: every match, minus the (few) inactive ones."""
+    matches = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :expr",
+                           binds).fetchone()[0]
+    inactive = conn.execute(
+        f"""SELECT count(*) FROM memory_records r INDEXED BY memory_records_maybe_inactive
+            WHERE (r.status != 'active' OR r.expires_at IS NOT NULL)
+              AND {EFFECTIVE_STATUS} != 'active'
+              AND r.seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH :expr)""",
+        binds).fetchone()[0]
+    return matches - inactive
+
+
+def _placeholders(values: Sequence[str]) -> str:
+    return ", ".join(f":s{i}" for i in range(len(values)))
+
+
+# --- lifecycle ------------------------------------------------------------------------------
+
+def _touch(conn: sqlite3.Connection, record_id: str, now: datetime, **changes: Any) -> None:
+    sets = ", ".join(f"{column} = :{column}" for column in changes)
+    conn.execute(f"UPDATE memory_records SET {sets}, updated_at = :updated_at WHERE id = :id",
+                 changes | {"id": record_id, "updated_at": iso(now)})
+
+
+def pin(conn: sqlite3.Connection, record_id: str, now: datetime) -> dict[str, Any]:
+    record = fetch(conn, record_id, now)
+    expires_at = record["expires_at"]
+    if expires_at is not None and expires_at <= iso(now):
+        expires_at = None  # pinning restores the record, so a passed expiry no longer applies
+    _touch(conn, record_id, now, pinned=1, status="active",
+           trust="human" if record["trust"] == "human" else "system",
+           confidence=max(record["confidence"], PIN_FLOOR),
+           importance=max(record["importance"], PIN_FLOOR),
+           superseded_by=None, retracted_reason=None, expires_at=expires_at)
+    return fetch(conn, record_id, now)
+
+
+def retract(conn: sqlite3.Connection, record_id: str, reason: object,
+            now: datetime) -> dict[str, Any]:
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidParams("'reason' must be a non-empty string", param="reason")
+    record = fetch(conn, record_id, now)
+    if record["status"] == "retracted":
+        raise InvalidState(f"record {record_id} is already retracted "
+                           f"({record['retracted_reason']})", id=record_id)
+    _touch(conn, record_id, now, status="retracted", retracted_reason=reason[:1000], pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def supersede(conn: sqlite3.Connection, record_id: str, by: object,
+              now: datetime) -> dict[str, Any]:
+    if not isinstance(by, str) or not by:
+        raise InvalidParams("'by' must be the id of the newer record", param="by")
+    if by == record_id:
+        raise InvalidParams("a record cannot supersede itself", param="by")
+    record = fetch(conn, record_id, now)
+    try:
+        newer = fetch(conn, by, now)
+    except NotFound:
+        raise NotFound(f"superseding record {by!r} does not exist", id=by) from None
+    if record["status"] != "active":
+        raise InvalidState(f"record {record_id} is {record['status']}; only an active record "
+                           "can be superseded", id=record_id)
+    if newer["status"] != "active":
+        raise InvalidState(f"record {by} is {newer['status']}; the superseding record must "
+                           "be active", id=by)
+    _touch(conn, record_id, now, status="superseded", superseded_by=by, pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def expire(conn: sqlite3.Connection, record_id: str, now: datetime) -> dict[str, Any]:
+    record = fetch(conn, record_id, now)
+    if record["status"] in ("retracted", "superseded"):
+        raise InvalidState(f"record {record_id} is {record['status']}; it cannot expire",
+                           id=record_id)
+    stamp = iso(now)
+    expires_at = record["expires_at"] if record["expires_at"] and record["expires_at"] <= stamp \
+        else stamp
+    _touch(conn, record_id, now, status="expired", expires_at=expires_at, pinned=0)
+    return fetch(conn, record_id, now)
+
+
+def expire_due(conn: sqlite3.Connection, now: datetime) -> int:
+    """Persist the expiry of active records whose expires_at has passed."""
+    cursor = conn.execute(
+        """UPDATE memory_records SET status = 'expired', updated_at = :now
+           WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now""",
+        {"now": iso(now)},
+    )
+    return cursor.rowcount
+
+
+def status_counts(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
+    """Records by status as reads show it (expired at read time included), without a scan.
+
+    The stored counts come from record_counts (migration 0009, kept by triggers); active
+    records whose expires_at has passed are counted as expired, from the index of active
+    records with an expiry (few, and the expiry job stores their status regularly). One
+    statement, so both parts come from one snapshot.
+    """
+    counts = dict.fromkeys(STATUSES, 0)
+    rows = conn.execute(
+        """SELECT status, n FROM record_counts
+           UNION ALL
+           SELECT '', count(*) FROM memory_records INDEXED BY memory_records_expiring
+           WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now""",
+        {"now": iso(now)},
+    ).fetchall()
+    due = 0
+    for status, n in rows:
+        if status == "":
+            due = n
+        elif status in counts:
+            counts[status] = n
+    counts["active"] -= due
+    counts["expired"] += due
+    return counts
+
+
+def status_counts_by_scan(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
+    """The same figures counted over the whole table (tests compare the two)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    rows = conn.execute(
+        f"SELECT {EFFECTIVE_STATUS} AS s, count(*) AS n FROM memory_records r GROUP BY s",
+        {"now": iso(now)},
+    ).fetchall()
+    for row in rows:
+        counts[row[0]] = row[1]
+    return counts
