@@ -259,7 +259,8 @@ def test_service_install_writes_the_unit(tmp_path):
 
 def test_cli_imports_stay_light():
     probe = ("import minionsd.cli, sys; print(sorted(m for m in sys.modules "
-             f"if m.split('.')[0] in {HEAVY!r} or m.startswith('minionsd.db')))")
+             f"if m.split('.')[0] in {HEAVY!r} or m.startswith(('minionsd.storage', "
+             "'minionsd.memory', 'minionsd.service'))))")
     listed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=clean_env(),
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed

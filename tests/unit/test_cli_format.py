@@ -207,9 +207,9 @@ def test_options_with_a_fixed_set_of_values_have_choices() -> None:
     from minionsd.home import KB_CATEGORIES
     from minionsd.memory.jobs import job_table
 
-    assert choices("search", "type") == minionsd.records.TYPES == records.TYPES
-    assert choices("search", "status") == minionsd.records.STATUSES == records.STATUSES
-    assert choices("note", "kind") == minionsd.inbox.KINDS == inbox.KINDS
+    assert choices("search", "type") == minionsd.storage.records.TYPES == records.TYPES
+    assert choices("search", "status") == minionsd.storage.records.STATUSES == records.STATUSES
+    assert choices("note", "kind") == minionsd.memory.inbox.KINDS == inbox.KINDS
     assert choices("kb add", "category") == KB_CATEGORIES == knowledge.CATEGORIES
     assert choices("kb list", "category") == KB_CATEGORIES
     assert choices("maintenance", "job") == tuple(job_table(None)) == admin.JOBS  # type: ignore[arg-type]

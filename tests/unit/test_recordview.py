@@ -1,4 +1,4 @@
-"""RecordView (minionsd.retrieval.recordview) on a real SQLite file, kept current by the
+"""RecordView (minionsd.memory.retrieval.recordview) on a real SQLite file, kept current by the
 record_changes triggers of migration 0006; and fetch_candidates never serving stale records."""
 
 from __future__ import annotations

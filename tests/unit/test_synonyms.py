@@ -1,4 +1,4 @@
-"""Synonym expansion of task terms (minionsd.retrieval.synonyms and query.task_terms)."""
+"""Synonym expansion of task terms (minionsd.memory.retrieval.synonyms and query.task_terms)."""
 
 from __future__ import annotations
 
