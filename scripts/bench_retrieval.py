@@ -46,7 +46,7 @@ def terms_for(task: dict[str, Any]) -> tuple[list[str], str]:
             params = inspect.signature(task_terms).parameters
             terms = task_terms(task) if len(params) >= 1 else task_terms()
             if isinstance(terms, list | tuple) and all(isinstance(t, str) for t in terms):
-                return list(terms), "minionsd.retrieval.query.task_terms"
+                return list(terms), "minionsd.memory.retrieval.query.task_terms"
     return ftsquery.search_terms(bench_data.task_text(task), 32), "ftsquery.search_terms"
 
 

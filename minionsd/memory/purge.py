@@ -214,15 +214,8 @@ def delete_record(conn: Any, record_id: str, reason: str, now: datetime,
 
 def forget_in_memory(app: App) -> None:
     """Drop this process's retrieval caches, which may hold the record's text or words."""
-    from minionsd.memory.retrieval import pack
-
     if app.recall_index is not None:
         app.recall_index.forget()
-    # Private caches of the retrieval modules, found by name so a rename only skips them.
-    for name in ("_render_cached", "_comparable_cached"):
-        cached = getattr(pack, name, None)
-        if cached is not None and hasattr(cached, "cache_clear"):
-            cached.cache_clear()
 
 
 async def purge(app: App, record_id: object, reason: object) -> dict[str, Any]:

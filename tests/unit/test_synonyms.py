@@ -90,4 +90,3 @@ def test_narrative_words_are_not_search_terms() -> None:
 @given(st.text(alphabet=st.characters(categories=["Ll", "Nd"]), max_size=60))
 def test_stem_keeps_the_first_three_letters(word: str) -> None:
     assert synonyms.stem(word)[:3] == word[:3]
-    assert synonyms.stem(word) == synonyms._stem(word)

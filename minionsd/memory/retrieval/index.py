@@ -10,7 +10,8 @@ It holds:
 * the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
   lists, parsed term counts and decoded rows, kept current through ``record_changes``;
 * document frequencies by term for a few minutes (a zero only until any record changes);
-* the string table parsed rows share.
+* the string table parsed rows share;
+* memos of pure functions of record text for ranking and packing (:mod:`.memos`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import Iterable
 
 from minionsd.memory.retrieval import planner
+from minionsd.memory.retrieval.memos import TextMemos
 from minionsd.memory.retrieval.recordview import MAX_CACHED, RecordView
 from minionsd.storage import fts
 
@@ -37,6 +39,7 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
         self.shared: dict[str, str] = {}
+        self.memos = TextMemos()
 
     def forget(self) -> None:
         """Drop every cached value (after the FTS index was rebuilt in bulk)."""
@@ -44,6 +47,7 @@ class RecallIndex:
         with self._lock:
             self._dfs.clear()
             self.shared.clear()
+            self.memos = TextMemos()  # rendered items and shingles hold records' text
 
     # --- document frequencies --------------------------------------------------------------
 

@@ -23,13 +23,15 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minionsd.memory.retrieval.rank import Scored
+
+if TYPE_CHECKING:
+    from minionsd.memory.retrieval.memos import TextMemos
 
 NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger one
 SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
@@ -40,27 +42,26 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _comparable(record: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, ...]]]:
+def _comparable(record: Mapping[str, Any],
+                memos: TextMemos | None) -> tuple[str, frozenset[tuple[str, ...]]]:
     """A body as dedupe compares it: its lower-cased words (runs of letters, digits and
     ``_``) joined by single spaces, and their 3-shingles."""
     body = record.get("body")
     if not isinstance(body, str):
         body = ""
-    return (_comparable_cached(body) if len(body) <= _SHINGLES_CACHED_CHARS
-            else _comparable_body(body))
+    if memos is not None and len(body) <= SHINGLES_CACHED_CHARS:
+        return memos.comparable(body)
+    return comparable_body(body)
 
 
-def _comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
+def comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
     words = _WORD_RE.findall(body.lower())
     return " ".join(words), _shingles(words)
 
 
-# Cached for bodies of ordinary size: the same records are packed for many tasks, and a body's
-# shingles cost more than the rest of its packing. Words, text and shingles take ~26 bytes per
-# body character (~40 KB for a 1.5 KB note), so at most 128 bodies of up to 4,096 characters:
-# ~14 MB at worst.
-_SHINGLES_CACHED_CHARS = 4096
-_comparable_cached = functools.lru_cache(maxsize=128)(_comparable_body)
+# Memoised (memos.py) only for bodies of ordinary size: words, text and shingles take ~26
+# bytes per body character, so a huge note is compared each time rather than held.
+SHINGLES_CACHED_CHARS = 4096
 
 
 def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
@@ -71,9 +72,9 @@ def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
     return frozenset(zip(words, words[1:], words[2:], strict=False))
 
 
-def dedupe(scored: list[Scored]) -> list[Scored]:
+def dedupe(scored: list[Scored], memos: TextMemos | None = None) -> list[Scored]:
     """Best-scored first (ties by id), without exact or near duplicate bodies."""
-    distinct = _Distinct(len(scored))
+    distinct = _Distinct(len(scored), memos)
     return [item for item in sorted(scored, key=lambda s: (-s.score, s.id))
             if distinct.admit(item)]
 
@@ -89,15 +90,16 @@ def near_duplicates(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]
 class _Distinct:
     """Remembers admitted bodies; refuses exact and near duplicates of them."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, memos: TextMemos | None = None) -> None:
         self.capacity = capacity
+        self.memos = memos
         self.seen_bodies: set[str] = set()
         # Admitted shingle sets sorted by size: only bodies of similar size (SIZE_RATIO) can
         # be near duplicates, so only those are compared.
         self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
 
     def admit(self, item: Scored) -> bool:
-        body, shingles = _comparable(item.record)
+        body, shingles = _comparable(item.record, self.memos)
         if body in self.seen_bodies:
             return False
         n = len(shingles)
@@ -132,18 +134,19 @@ def render_item(record: Mapping[str, Any]) -> str:
     return _rendered(record)[0]
 
 
-def _rendered(record: Mapping[str, Any]) -> tuple[str, int]:
+def _rendered(record: Mapping[str, Any],
+              memos: TextMemos | None = None) -> tuple[str, int]:
     """render_item's text and its size in UTF-8 bytes."""
     fields = tuple(record.get(name) for name in _RENDERED_FIELDS)
-    # Only text fields (all the database holds) are cached: 1 == 1.0 == True as keys, but
+    # Only text fields (all the database holds) are memoised: 1 == 1.0 == True as keys, but
     # they render differently. A long body is rendered each time rather than held.
-    if all(type(value) is str or value is None for value in fields) and len(
-            fields[-1] or "") <= _RENDER_CACHED_CHARS:
-        return _render_cached(fields)
-    return _render(fields)
+    if memos is not None and all(type(value) is str or value is None for value in fields) \
+            and len(fields[-1] or "") <= RENDER_CACHED_CHARS:
+        return memos.rendered(fields)
+    return render_fields(fields)
 
 
-def _render(fields: tuple[Any, ...]) -> tuple[str, int]:
+def render_fields(fields: tuple[Any, ...]) -> tuple[str, int]:
     record_id, kind, scope, trust, created_at, source, title, body = fields
     header = " | ".join(
         (
@@ -184,10 +187,8 @@ def _without_title_heading(body: str, title: str) -> str:
     return body
 
 
-# The same records are packed for many tasks; a rendered item is about its body's size, so
-# at most 1,024 items of bodies up to 8,192 characters: ~8 MB.
-_RENDER_CACHED_CHARS = 8192
-_render_cached = functools.lru_cache(maxsize=1024)(_render)
+# A rendered item is about its body's size: memoised (memos.py) for bodies up to this.
+RENDER_CACHED_CHARS = 8192
 
 
 def min_size(record: Mapping[str, Any]) -> int:
@@ -203,7 +204,7 @@ def score_floor(best: float, ratio: float) -> float:
 
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
-    smallest: int = 0, min_score_ratio: float = 0.0,
+    smallest: int = 0, min_score_ratio: float = 0.0, memos: TextMemos | None = None,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
 
@@ -224,7 +225,7 @@ def pack(
     parts: list[str] = []
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
-    seen = _Distinct(top_k) if distinct else None
+    seen = _Distinct(top_k, memos) if distinct else None
 
     def full() -> bool:
         return (len(chosen) >= top_k
@@ -240,7 +241,7 @@ def pack(
             break
         if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
-        text, size = _rendered(item.record)
+        text, size = _rendered(item.record, memos)
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
             continue

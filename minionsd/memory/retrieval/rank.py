@@ -25,22 +25,25 @@ similar lexical strength, and cannot lift a weak lexical match above a much stro
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import operator
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from minionsd.memory.retrieval.query import normalise_path
 
+if TYPE_CHECKING:
+    from minionsd.memory.retrieval.memos import TextMemos
+
 W_COVERAGE = 0.08
-SCOPE_BOOST = {"agent": 0.10, "project": 0.06, "global": 0.0}
-TRUST_BOOST = {"human": 0.08, "system": 0.06, "agent": 0.02, "external": 0.0}
+SCOPE_BOOST = MappingProxyType({"agent": 0.10, "project": 0.06, "global": 0.0})
+TRUST_BOOST = MappingProxyType({"human": 0.08, "system": 0.06, "agent": 0.02, "external": 0.0})
 W_PATH_EXACT = 0.20
 W_PATH_NAME = 0.10
 W_RECENCY = 0.08
@@ -153,9 +156,8 @@ def _unit(value: Any) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
-@functools.lru_cache(maxsize=4096)
-def _moment(created_at: str) -> datetime | None:
-    """A created_at text as an aware datetime (cached: the same records are ranked often)."""
+def parse_moment(created_at: str) -> datetime | None:
+    """A created_at text as an aware datetime (memoised per index: memos.py)."""
     try:
         moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
     except ValueError:
@@ -163,10 +165,11 @@ def _moment(created_at: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _age_days(created_at: Any, now: datetime) -> float | None:
+def _age_days(created_at: Any, now: datetime,
+              moment_of: Callable[[str], datetime | None]) -> float | None:
     if not isinstance(created_at, str):
         return None
-    moment = _moment(created_at)
+    moment = moment_of(created_at)
     if moment is None:
         return None
     reference = now if now.tzinfo else now.replace(tzinfo=UTC)
@@ -197,10 +200,11 @@ def rank(
     project: str | None,
     agent: str | None,
     now: datetime,
+    memos: TextMemos | None = None,
 ) -> list[Scored]:
     """Score and order the candidates, best first (ties by id ascending)."""
     return list(rank_lazily(candidates, task_files=task_files, project=project, agent=agent,
-                            now=now))
+                            now=now, memos=memos))
 
 
 def rank_lazily(
@@ -210,6 +214,7 @@ def rank_lazily(
     project: str | None,
     agent: str | None,
     now: datetime,
+    memos: TextMemos | None = None,
 ) -> Iterator[Scored]:
     """The candidates in :func:`rank` order, scored as they are asked for.
 
@@ -228,8 +233,10 @@ def rank_lazily(
     scope_boosts = _scope_boosts(project, agent)
     most_path = W_PATH_EXACT if files.files else 0.0
     pending: list[tuple[Any, ...]] = []
+    moment_of = memos.moment if memos is not None else parse_moment
     for index, record in enumerate(candidates):
-        parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now)
+        parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now,
+                                    moment_of)
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
         bound = sum(map(_VALUE, parts)) + most_path + 1e-9
@@ -248,8 +255,9 @@ def rank_lazily(
 
 
 def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, most: int,
-                        scope_boosts: dict[str, float],
-                        now: datetime) -> tuple[tuple[str, float], ...]:
+                        scope_boosts: dict[str, float], now: datetime,
+                        moment_of: Callable[[str], datetime | None],
+                        ) -> tuple[tuple[str, float], ...]:
     """Every part of the score but the path boost, in the order of the sum."""
     lexical = bm25 / best if best < 0 else 1.0
     count = record.get("matched_terms")
@@ -258,7 +266,7 @@ def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, mos
         if most > 0 and isinstance(count, int) and not isinstance(count, bool)
         else 0.0
     )
-    age = _age_days(record.get("created_at"), now)
+    age = _age_days(record.get("created_at"), now, moment_of)
     scope = record.get("scope")
     return (
         ("lexical", max(0.0, min(1.0, lexical))),

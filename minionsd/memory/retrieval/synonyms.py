@@ -19,9 +19,9 @@ the order of the groups, none of them among the words of the text it was given.
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 GROUPS_TEXT = """
 429 throttle       | 429, rate limit, rate limited, rate limiting, too many requests, throttle,
@@ -71,10 +71,6 @@ _SUFFIXES = ("ing", "ed", "es", "s")
 def stem(word: str) -> str:
     """A light stem for matching phrases: a common suffix, then a final 'e', removed. It keeps
     the word's first three letters."""
-    return _stem_cached(word) if len(word) <= _CACHED_CHARS else _stem(word)
-
-
-def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -82,9 +78,6 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
-# Task texts repeat the same words; at most 8,192 words of up to 40 characters are cached.
-_CACHED_CHARS = 40
-_stem_cached = functools.lru_cache(maxsize=8192)(_stem)
 
 
 def words(text: str) -> list[str]:
@@ -109,14 +102,19 @@ def parse(text: str) -> list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]
     return groups
 
 
-GROUPS = parse(GROUPS_TEXT)
+GROUPS = tuple(parse(GROUPS_TEXT))
 # First stem of a trigger -> (trigger, group index), so a text is read once; and the first three
 # letters of those stems, so most words are passed over without being stemmed (a stem keeps
 # the word's first three letters).
-_BY_FIRST: dict[str, list[tuple[tuple[str, ...], int]]] = {}
-for _index, (_terms, _phrases) in enumerate(GROUPS):
-    for _phrase in _phrases:
-        _BY_FIRST.setdefault(_phrase[0], []).append((_phrase, _index))
+def _by_first() -> Mapping[str, tuple[tuple[tuple[str, ...], int], ...]]:
+    table: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+    for index, (_terms, phrases) in enumerate(GROUPS):
+        for phrase in phrases:
+            table.setdefault(phrase[0], []).append((phrase, index))
+    return MappingProxyType({first: tuple(found) for first, found in table.items()})
+
+
+_BY_FIRST = _by_first()
 _PREFIXES = frozenset(first[:3] for first in _BY_FIRST)
 
 
