@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from pathlib import Path
 
 import structlog
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 
 from minionsd.home import KB_CATEGORIES
 from minionsd.memory import kb_sweep
 from minionsd.memory.app import App
 from minionsd.memory.inbox import is_candidate_name
+from minionsd.service.observer import ObservedDirectory
 from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
@@ -46,12 +45,13 @@ class _Touched(FileSystemEventHandler):
             pass
 
 
-class KnowledgeWatcher:
+class KnowledgeWatcher(ObservedDirectory):
+    DEAD_EVENT = "kb_watch.observer_dead"
+    RECURSIVE = True
+
     def __init__(self, app: App) -> None:
+        super().__init__()
         self.app = app
-        self._observer: Observer | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
         self._pending: set[Path] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task | None = None
@@ -104,42 +104,22 @@ class KnowledgeWatcher:
             if outcome not in ("unchanged", "deferred"):
                 log.info("kb_watch.synced", path=self.app.home.rel(path), outcome=outcome)
 
-    def _start_observer(self) -> None:
-        root = self.app.home.root / "knowledge"
-        for category in KB_CATEGORIES:
-            (root / category).mkdir(parents=True, exist_ok=True)
-        observer = Observer()
-        observer.daemon = True
-        observer.schedule(_Touched(self), str(root), recursive=True)
-        observer.start()
-        self._observer = observer
+    def _directory(self) -> Path:
+        return self.app.home.root / "knowledge"
 
-    def healthy(self) -> bool:
-        return self._observer is not None and self._observer.is_alive()
+    def _handler(self) -> FileSystemEventHandler:
+        return _Touched(self)
 
     async def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._start_observer()
-
-    def check_observer(self) -> None:
-        """Restart a dead observer (callable from any thread, e.g. the rescan job)."""
-        with self._lock:
-            if self._loop is None or self.healthy():
-                return
-        log.warning("kb_watch.observer_dead")
-        with contextlib.suppress(Exception):
-            if self._observer is not None:
-                self._observer.stop()
-        self._start_observer()
+        for category in KB_CATEGORIES:
+            (self._directory() / category).mkdir(parents=True, exist_ok=True)
+        self._begin()
 
     async def stop(self) -> None:
-        with self._lock:
-            observer, self._observer, self._loop = self._observer, None, None
+        observer = self._detach()
         if self._timer is not None:
             self._timer.cancel()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._task, 5)
-        if observer is not None:
-            observer.stop()
-            await asyncio.get_running_loop().run_in_executor(None, observer.join, 5)
+        await self._join(observer)
