@@ -233,9 +233,13 @@ class Database:
 
     def read_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """A read from any non-loop thread; runs on the reader pool so connections stay few."""
-        if threading.current_thread().name.startswith("db-reader"):
+        return self._read_on(self._readers, "db-reader", fn, *args)
+
+    def _read_on(self, pool: Any, thread_prefix: str, fn: Callable[..., T], *args: Any) -> T:
+        # Already on one of the pool's threads: run here (submitting would wait on itself).
+        if threading.current_thread().name.startswith(thread_prefix):
             return self._read(fn, *args)
-        return self._readers.submit(self._read, fn, *args).result()
+        return pool.submit(self._read, fn, *args).result()
 
     async def ping(self) -> bool:
         """True when a read connection answers a trivial query (the health check)."""
@@ -250,9 +254,7 @@ class Database:
 
     def read_light_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """The same from a non-loop thread."""
-        if threading.current_thread().name.startswith("db-light"):
-            return self._read(fn, *args)
-        return self._light.submit(self._read, fn, *args).result()
+        return self._read_on(self._light, "db-light", fn, *args)
 
     def close(self) -> None:
         if self._closed:

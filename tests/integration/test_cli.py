@@ -307,6 +307,19 @@ def test_init_is_local_and_reports_failures_as_errors(tmp_path):
 def test_a_daemon_that_dies_mid_call_is_not_reported_as_not_running():
     """The request reached a listener, which went away before answering: the message says so
     (the request may or may not have run), not that nothing is listening."""
+    result, got = run_against_a_dying_daemon("status")
+    assert got and b'"status"' in got[0]
+    assert result.returncode == 3
+    assert "not running" not in result.stderr
+    assert "before answering" in result.stderr and "may or may not" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def run_against_a_dying_daemon(*args: str,
+                               env: dict[str, str] | None = None,
+                               ) -> tuple[subprocess.CompletedProcess[str], list[bytes]]:
+    """Run minionsctl against a listener that reads one request line and closes without
+    answering; the result and the request lines it read."""
     import shutil
     import socket
     import tempfile
@@ -332,13 +345,9 @@ def test_a_daemon_that_dies_mid_call_is_not_reported_as_not_running():
     peer = threading.Thread(target=take_the_request_and_die, name="dying-daemon")
     peer.start()
     try:
-        result = run_ctl("--socket", str(root / "s.sock"), "status")
+        result = run_ctl("--socket", str(root / "s.sock"), *args, env=env)
     finally:
         peer.join(30)
         listener.close()
         shutil.rmtree(root, ignore_errors=True)
-    assert got and b'"status"' in got[0]
-    assert result.returncode == 3
-    assert "not running" not in result.stderr
-    assert "before answering" in result.stderr and "may or may not" in result.stderr
-    assert "Traceback" not in result.stderr
+    return result, got

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for
-from tests.integration.test_cli import clean_env, ok, run_ctl
+from tests.integration.test_cli import clean_env, ok, run_against_a_dying_daemon, run_ctl
 
 TASK = {"id": "W-7", "title": "Fix the token refresh retry jitter"}
 
@@ -263,34 +263,7 @@ def test_errors_under_json_are_json_on_stderr(daemon, tmp_path):
 
 def test_a_daemon_that_dies_mid_call_is_a_json_connection_lost(tmp_path):
     """Under --json the went-away case is told apart from nothing listening, as in text."""
-    import shutil
-    import socket
-    import tempfile
-    import threading
-
-    root = Path(tempfile.mkdtemp(prefix="cli-", dir="/tmp"))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(root / "s.sock"))
-    listener.listen(1)
-
-    def take_the_request_and_die() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            data = b""
-            while b"\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-
-    peer = threading.Thread(target=take_the_request_and_die, name="dying-daemon")
-    peer.start()
-    try:
-        result = run_ctl("--socket", str(root / "s.sock"), "--json", "status", env=clean_env())
-    finally:
-        peer.join(30)
-        listener.close()
-        shutil.rmtree(root, ignore_errors=True)
+    result, _ = run_against_a_dying_daemon("--json", "status", env=clean_env())
     error = json_error(result, 3)
     assert error["code"] == "connection_lost" and "may or may not" in error["detail"]
 
