@@ -212,12 +212,6 @@ def capped_counts(conn: sqlite3.Connection, terms: Sequence[str], cap: int | Non
                                            binds).fetchone())
 
 
-def rows_after(conn: sqlite3.Connection, seq: int) -> int:
-    """How many records have a seq (FTS5 rowid) above `seq`."""
-    return plain_cursor(conn).execute("SELECT count(*) FROM memory_records WHERE seq > ?",
-                                      (seq,)).fetchone()[0]
-
-
 def hit_lists(conn: sqlite3.Connection, groups: Sequence[tuple[str, int]],
               limit: int) -> dict[tuple[str, int], array[int]]:
     """Rowids matching each (term, after rowid), at most `limit` each, in one statement (one

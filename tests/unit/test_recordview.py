@@ -209,6 +209,23 @@ def test_large_seqs_follow_changes_too(conn: sqlite3.Connection) -> None:
     assert view.recallable([big, bigger, small], SCOPES, NOW, 10) == [small]
 
 
+def test_rows_after_counts_what_the_table_holds(conn: sqlite3.Connection) -> None:
+    seqs = [insert(conn, f"M-{i}", status="retracted" if i % 3 == 0 else "active")
+            for i in range(40)]
+    seqs.append(insert(conn, "M-big", seq=DENSE_LIMIT + 3))
+    conn.execute("DELETE FROM memory_records WHERE seq IN (?, ?, ?)",
+                 (seqs[5], seqs[30], seqs[-1]))
+    view = RecordView()
+    view.sync(conn)
+    for low in [-1, 0, seqs[4], seqs[5], seqs[29], seqs[39], DENSE_LIMIT, DENSE_LIMIT + 9]:
+        expected = conn.execute("SELECT count(*) FROM memory_records WHERE seq > ?",
+                                (low,)).fetchone()[0]
+        assert view.rows_after(low) == expected, low
+    insert(conn, "M-bigger", seq=DENSE_LIMIT + 7)
+    view.sync(conn)
+    assert view.rows_after(DENSE_LIMIT) == 1
+
+
 # --- following changes ---------------------------------------------------------------------
 
 

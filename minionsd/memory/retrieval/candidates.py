@@ -22,7 +22,7 @@ from typing import Any
 from minionsd.memory.retrieval import eligibility, planner, scoring
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts, records
-from minionsd.storage.fts import BM25_WEIGHTS, index_stats, plain_cursor, stems
+from minionsd.storage.fts import BM25_WEIGHTS, index_stats, plain_cursor
 from minionsd.text.ftsquery import match_expression
 
 
@@ -74,7 +74,7 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         return []
     # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
     stem_terms: dict[str, list[str]] = defaultdict(list)
-    for term, stem in stems(conn, plan.scored).items():
+    for term, stem in index.stems(conn, plan.scored).items():
         if stem is not None:
             stem_terms[stem].append(term)
     stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -57,17 +57,18 @@ class Plan:
     scored: tuple[str, ...]  # every term that occurs in the index
 
 
-def count_dfs(conn: sqlite3.Connection, terms: Sequence[str],
-              stats: IndexStats) -> dict[str, int]:
+def count_dfs(conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats,
+              rows_after: Callable[[int], int]) -> dict[str, int]:
     """df of each term: exact up to RARE_BUDGET, above it estimated from the newest
-    SAMPLE_ROWS rows."""
+    SAMPLE_ROWS rows (`rows_after(seq)` says how many records have a larger seq: the record
+    view's count)."""
     cap = RARE_BUDGET + 1
     # One statement, one capped count per term: a common term costs no more than the cap.
     dfs = dict(zip(terms, fts.capped_counts(conn, terms, cap), strict=True))
     common = [t for t in terms if dfs[t] >= cap]
     if common:
         low = max(0, stats.max_rowid - SAMPLE_ROWS)
-        window = fts.rows_after(conn, low)
+        window = rows_after(low)
         samples = fts.capped_counts(conn, common, None, after=low)
         for term, hits in zip(common, samples, strict=True):
             estimate = round(hits * stats.rows / window) if window else cap

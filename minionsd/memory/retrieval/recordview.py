@@ -174,6 +174,17 @@ class RecordView:
         else:
             self._expires[seq] = expires_at
 
+    def rows_after(self, seq: int) -> int:
+        """How many records the view holds with a seq above `seq` (for the planner's df
+        estimate: counting them in memory_records reads every one of those multi-kilobyte rows,
+        1.7 ms for 3,000 of them)."""
+        with self._lock:
+            start = max(seq + 1, 0)
+            dense = self._scope_of[start:]
+            count = len(dense) - dense.count(-1)
+            return count + sum(1 for key, (scope_id, _flag) in self._sparse.items()
+                               if key > seq and scope_id != -1)
+
     # --- the recall filter -----------------------------------------------------------------
 
     def recallable(self, seqs: Iterable[int], scopes: Sequence[str], now_iso: str,

@@ -4,7 +4,7 @@ Each pool row gets bm25 over *all* query terms that occur in the index, computed
 formula and parameters (:mod:`minionsd.fts`): k1 = 1.2, b = 0.75, column weights title 4,
 body 1, aux 2; the row's length and its column-weighted term counts come from the
 ``term_counts`` text stored with the record, N and avgdl from ``fts_stats``, the dfs from
-``memory_vocab``. So the score equals what ``bm25(memory_fts, 4, 1, 2)`` gives in one OR
+the planner's counts. So the score equals what ``bm25(memory_fts, 4, 1, 2)`` gives in one OR
 query over all terms. A row without stored counts (written before they existed) is tokenised
 by FTS5 on the reader's connection: the same numbers, only slower.
 """
@@ -33,46 +33,41 @@ class Counted:
 
 
 class Stored:
-    """A row's stored term counts (cached in the record view), parsed on first use.
+    """A row's stored term counts, parsed (cached in the record view): stem -> weighted count.
 
-    Parsing all of a row's ~150 lines is one split; the parsed form (~3x the text) is kept with
-    the entry, its strings shared through the index's string table. (Reading only the query's
-    lines with a regular expression, and parsing a row whole only once many queries had asked
-    for it, bought 3.7% in the cycled count and nothing for fresh tasks: dropped.)
+    A row is parsed whole when it is read, one split of its ~150 lines; stems and counts are
+    shared through the index's tables, so a cached row holds only its dictionary. (Reading only
+    the query's lines with a regular expression, and parsing a row whole only once many queries
+    had asked for it, bought 3.7% in the cycled count and nothing for fresh tasks: dropped.)
     """
 
-    __slots__ = ("_counts", "id", "length", "text")
+    __slots__ = ("counts", "id", "length", "size")
 
-    def __init__(self, record_id: str, length: int, text: str) -> None:
+    def __init__(self, record_id: str, length: int, counts: dict[str, float], size: int) -> None:
         self.id = record_id
         self.length = length
-        self.text = text
-        self._counts: dict[str, str] | None = None
+        self.counts = counts
+        self.size = size  # bytes the text had, for the cache's bound
 
-    def weights(self, key: tuple[str, ...], index: RecallIndex) -> dict[str, float]:
+    def weights(self, key: tuple[str, ...]) -> dict[str, float]:
         """stem -> weighted count for the stems of `key` (the query's stems, sorted) the row
         holds, in `key` order."""
-        counts = self._counts
-        if counts is None:  # threads may both parse; either result is the same
-            counts = self._counts = parse_counts(self.text, index.shared_strings())
-        return _numbers(key, counts)
-
-
-def _numbers(key: tuple[str, ...], counts: dict[str, str]) -> dict[str, float]:
-    """The non-zero counts of the stems of `key` in a row parsed whole, in `key` order."""
-    return {stem: value for stem in key if stem in counts and (value := float(counts[stem]))}
+        get = self.counts.get
+        return {stem: value for stem in key if (value := get(stem))}
 
 
 _COUNT_LINE_RE = re.compile(r"\n(\S+) (\S+)")
 _COUNT_LINES_RE = re.compile(r"(?:\S+ \S+\n)*")  # the lines after the header, as written
 
 
-def parse_counts(text: str, shared: dict[str, str] | None = None) -> dict[str, str]:
-    """Every stem line of a stored term_counts text (after its header), the count as text.
+def parse_counts(text: str, shared: dict[str, str] | None = None,
+                 numbers: dict[str, float] | None = None) -> dict[str, float]:
+    """Every stem line of a stored term_counts text (after its header): stem -> count.
 
     Text as fts.term_counts writes it (two words a line) is split on whitespace; a hand-edited
-    row is read line by line (`\\n<stem> <count>`). `shared` (the index's string table) lets rows
-    parsed whole share their stem and count strings.
+    row is read line by line (`\\n<stem> <count>`). `shared` and `numbers` (the index's tables)
+    let parsed rows share their stem strings and count numbers. ValueError for a count that is
+    no number.
     """
     if _COUNT_LINES_RE.fullmatch(text, text.find("\n") + 1):
         words = text.split()[3:]
@@ -80,45 +75,64 @@ def parse_counts(text: str, shared: dict[str, str] | None = None) -> dict[str, s
     else:
         pairs = _COUNT_LINE_RE.findall(text)
         stems, counts = [p[0] for p in pairs], [p[1] for p in pairs]
-    if shared is None:
-        return dict(zip(stems, counts, strict=True))
-    share = shared.setdefault
-    return dict(zip(map(share, stems, stems), map(share, counts, counts), strict=True))
+    if numbers is None:
+        values = list(map(float, counts))
+    else:
+        known, add = numbers.get, numbers.setdefault
+        values = [known(c) or add(c, float(c)) for c in counts]
+    if shared is not None:
+        share = shared.setdefault
+        stems = list(map(share, stems, stems))
+    return dict(zip(stems, values, strict=True))
 
 
-def parse_stored(record_id: str, stored: str | None) -> Stored | None:
-    """The header of the line form written by fts.term_counts; None for anything else."""
+def parse_stored(record_id: str, stored: str | None,
+                 index: RecallIndex | None = None) -> Stored | None:
+    """A row's stored counts in the line form written by fts.term_counts; None for anything
+    else (a row written before counts were stored, or edited by hand into another form)."""
     length = fts.counts_length(stored or "")
-    return None if length is None else Stored(record_id, length, stored or "")
+    if length is None or stored is None:
+        return None
+    try:
+        counts = (parse_counts(stored) if index is None else
+                  parse_counts(stored, index.shared_strings(), index.numbers))
+    except ValueError:
+        return None
+    return Stored(record_id, length, counts, len(stored))
 
 
 def _counts_bytes(entry: Stored) -> int:
-    # The text, and its parsed form once the row is parsed whole (measured: ~3.3x the text).
-    return 400 + 5 * len(entry.text)
+    # The parsed dictionary (measured: ~3.3x the text it came from).
+    return 400 + 4 * entry.size
 
 
 def count_pool(conn: sqlite3.Connection, index: RecallIndex, token: int, pool: list[int],
                stem_terms: dict[str, list[str]]) -> list[Counted]:
     """Column-weighted occurrences of each query stem in each pool row, and the row's length,
-    from the stored counts (cached in the record view, see Stored)."""
+    from the stored counts (cached in the record view, see Stored). A row without usable
+    stored counts is tokenised by FTS5 on this connection: the same numbers, only slower."""
     view = index.view
     found, missing = view.cached("counts", pool)
     if missing:
-        parsed = {}
-        for seq, record_id, stored, title, body, aux in fts.rows_by_seq(
-                conn, "seq, id, term_counts, "
-                "CASE WHEN term_counts IS NULL THEN title END, "
-                "CASE WHEN term_counts IS NULL THEN body END, "
-                "CASE WHEN term_counts IS NULL THEN search_aux END", missing):
-            if stored is None or fts.counts_length(stored) is None:
-                stored = fts.term_counts(conn, title or "", body or "", aux or "")
-            entry = parse_stored(record_id, stored)
-            if entry is not None:
+        parsed: dict[int, Stored] = {}
+        retokenise = []
+        for seq, record_id, stored in fts.rows_by_seq(conn, "seq, id, term_counts", missing):
+            entry = parse_stored(record_id, stored, index)
+            if entry is None:
+                retokenise.append(seq)
+            else:
                 parsed[seq] = entry
+        if retokenise:
+            for seq, record_id, title, body, aux in fts.rows_by_seq(
+                    conn, "seq, id, title, body, search_aux", retokenise):
+                counts = fts.term_counts(conn, title, body, aux)
+                entry = parse_stored(record_id, counts, index)
+                if entry is not None:
+                    parsed[seq] = entry
         view.remember("counts", parsed, token, _counts_bytes)
         found |= parsed
     key = tuple(sorted(stem_terms))
-    return [Counted(seq, entry.id, entry.weights(key, index), entry.length)
+    return [Counted(seq, entry.id, entry.weights(key), entry.length)
             for seq, entry in found.items()]
 
 
