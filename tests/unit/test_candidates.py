@@ -11,6 +11,7 @@ import argparse
 import bisect
 import itertools
 import json
+import math
 import random
 import sqlite3
 import statistics
@@ -216,6 +217,12 @@ def search(conn: sqlite3.Connection, terms: list[str], index: RecallIndex | None
     return fetch_candidates(index or conn.index, conn, terms, **args)
 
 
+def fts5_scored(conn: sqlite3.Connection, terms: list[str], index: RecallIndex | None = None,
+                **kw: Any) -> list[dict[str, Any]]:
+    """search with FTS5's length normalisation, so its scores are comparable to naive's."""
+    return search(conn, terms, index, length_b=fts.BM25_B, **kw)
+
+
 def naive(conn: sqlite3.Connection, terms: list[str], **kw: Any) -> list[dict[str, Any]]:
     args = {"project": "alpha", "agent": "dallas", "now_iso": NOW, "limit": 50} | kw
     return fetch_candidates_naive(conn, terms, **args)
@@ -318,10 +325,10 @@ def test_rows_without_stored_counts_score_like_the_others(conn: IndexedConnectio
               "naïve café kafka lag"]
     for i, body in enumerate(bodies):
         add(conn, f"M-{i}", body)
-    before = {r["id"]: r["bm25"] for r in search(conn, ["kafka", "lag", "cafe"])}
+    before = {r["id"]: r["bm25"] for r in fts5_scored(conn, ["kafka", "lag", "cafe"])}
     conn.execute("UPDATE memory_records SET term_counts = NULL WHERE id IN ('M-1', 'M-3')")
-    after = {r["id"]: r["bm25"] for r in search(conn, ["kafka", "lag", "cafe"],
-                                                index=RecallIndex())}
+    after = {r["id"]: r["bm25"] for r in fts5_scored(conn, ["kafka", "lag", "cafe"],
+                                                     index=RecallIndex())}
     assert after == pytest.approx(before, rel=1e-12) and len(after) == 4
     reference = {r["id"]: r["bm25"] for r in naive(conn, ["kafka", "lag", "cafe"])}
     assert after == pytest.approx(reference, rel=1e-9)
@@ -340,6 +347,36 @@ def test_a_row_whose_stored_counts_are_no_numbers_is_tokenised(
     assert after == pytest.approx(before, rel=1e-12) and len(after) == 2
 
 
+def test_retrieval_scores_with_its_own_length_normalisation(conn: IndexedConnection) -> None:
+    """By default a row's score is bm25 with b = scoring.LENGTH_B, worked out here from the
+    words themselves (one column, so every weight is the body's 1)."""
+    bodies = ["kafka lag", "kafka consumer lag spike after the broker restart",
+              "unrelated note one", "unrelated note two", "another unrelated note"]
+    for i, body in enumerate(bodies):
+        add(conn, f"M-{i}", body)
+    lengths = [len(body.split()) for body in bodies]
+    avgdl = sum(lengths) / len(lengths)
+
+    def expected(body: str, b: float) -> float:
+        total = 0.0
+        for term in ("kafka", "lag"):
+            df = sum(term in other.split() for other in bodies)
+            idf = math.log((len(bodies) - df + 0.5) / (df + 0.5))
+            f = body.split().count(term)
+            norm = 1.2 * (1 - b + b * len(body.split()) / avgdl)
+            total += idf * f * 2.2 / (f + norm)
+        return -total
+
+    for b in (scoring.LENGTH_B, fts.BM25_B):
+        got = {r["id"]: r["bm25"] for r in search(conn, ["kafka", "lag"], length_b=b)}
+        assert got == pytest.approx({"M-0": expected(bodies[0], b),
+                                     "M-1": expected(bodies[1], b)}, rel=1e-9)
+    default = fetch_candidates(RecallIndex(), conn, ["kafka", "lag"], project=None,
+                               agent=None, now_iso=NOW, limit=5)
+    assert [r["bm25"] for r in default] == pytest.approx(
+        [expected(bodies[0], scoring.LENGTH_B), expected(bodies[1], scoring.LENGTH_B)])
+
+
 def test_ties_break_by_id(conn: sqlite3.Connection) -> None:
     for rid in ("M-c", "M-a", "M-b"):
         add(conn, rid, "identical gizmo body")
@@ -351,7 +388,7 @@ def test_unicode_rows_score_like_fts5(conn: sqlite3.Connection) -> None:
     add(conn, "M-2", "cafe cafe cafe naive")
     add(conn, "M-3", "日本語 cafe")
     terms = ["cafe", "naive", "bug"]
-    fast, ref = search(conn, terms), naive(conn, terms)
+    fast, ref = fts5_scored(conn, terms), naive(conn, terms)
     assert ids(fast) == ids(ref)
     for a, b in zip(fast, ref, strict=True):
         assert a["bm25"] == pytest.approx(b["bm25"], rel=1e-9)
@@ -395,7 +432,7 @@ def test_agrees_with_one_or_query(labelled: tuple[sqlite3.Connection, Corpus]) -
     overlaps = []
     for task in _tasks(corpus, 30, seed=5):
         terms = task_terms(task)
-        fast, ref = search(conn, terms), naive(conn, terms)
+        fast, ref = fts5_scored(conn, terms), naive(conn, terms)
         reference = {r["id"]: r["bm25"] for r in ref}
         for rec in fast:  # same score as FTS5's bm25 wherever both found the record
             if rec["id"] in reference:

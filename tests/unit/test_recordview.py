@@ -470,7 +470,7 @@ def test_sync_from_an_older_snapshot_does_not_reopen_a_stale_token(
 def _search(conn: Reader, terms: list[str],
             index: RecallIndex | None = None) -> list[dict[str, Any]]:
     return fetch_candidates(index or conn.index, conn, terms, project="alpha", agent="dallas",
-                            now_iso=NOW, limit=20)
+                            now_iso=NOW, limit=20, length_b=fts.BM25_B)
 
 
 def _reference(conn: sqlite3.Connection, terms: list[str]) -> dict[str, float]:

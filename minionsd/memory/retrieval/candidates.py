@@ -35,12 +35,13 @@ def fetch_candidates(
     agent: str | None,
     now_iso: str,
     limit: int,
+    length_b: float = scoring.LENGTH_B,
 ) -> list[dict[str, Any]]:
     """Up to `limit` retrievable records matching the terms, best bm25 first.
 
     Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
-    (more negative is better) and ``matched_terms`` (how many of `terms` it contains).
-    Ties are broken by id.
+    (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
+    own bm25) and ``matched_terms`` (how many of `terms` it contains). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
@@ -49,7 +50,7 @@ def fetch_candidates(
     if own:
         conn.execute("BEGIN")
     try:
-        return _fetch(index, conn, terms, project, agent, now_iso, limit)
+        return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b)
     finally:
         if own and conn.in_transaction:
             conn.execute("COMMIT")
@@ -57,7 +58,7 @@ def fetch_candidates(
 
 def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
            project: str | None, agent: str | None, now_iso: str,
-           limit: int) -> list[dict[str, Any]]:
+           limit: int, length_b: float) -> list[dict[str, Any]]:
     view = index.view
     token = view.sync(conn)
     stats = index_stats(conn)
@@ -82,7 +83,7 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
     best = sorted(
-        (scoring.bm25(c.freq, stem_idf, c.length, stats.avgdl), c.id, c.seq, c)
+        (scoring.bm25(c.freq, stem_idf, c.length, stats.avgdl, length_b), c.id, c.seq, c)
         for c in counted)[:limit]
     rows = _full_rows(conn, index, token, [seq for _score, _id, seq, _c in best])
     out = []
@@ -131,8 +132,9 @@ def fetch_candidates_naive(
 ) -> list[dict[str, Any]]:
     """Reference: one OR query over all terms, FTS5's bm25 (slow on large tables).
 
-    Same filters and result shape as :func:`fetch_candidates`, without ``matched_terms``;
-    tests and the benchmark compare the two.
+    Same filters and result shape as :func:`fetch_candidates`, without ``matched_terms``, and
+    the same scores where that one is given FTS5's length normalisation (fts.BM25_B); tests
+    and the benchmark compare the two.
     """
     expr = match_expression(list(dict.fromkeys(terms)))
     if expr is None or limit <= 0:

@@ -1,12 +1,13 @@
 """bm25 for a pool of candidate rows, from the term counts stored with each record.
 
-Each pool row gets bm25 over *all* query terms that occur in the index, computed with FTS5's
-formula and parameters (:mod:`minionsd.fts`): k1 = 1.2, b = 0.75, column weights title 4,
-body 1, aux 2; the row's length and its column-weighted term counts come from the
-``term_counts`` text stored with the record, N and avgdl from ``fts_stats``, the dfs from
-the planner's counts. So the score equals what ``bm25(memory_fts, 4, 1, 2)`` gives in one OR
-query over all terms. A row without stored counts (written before they existed) is tokenised
-by FTS5 on the reader's connection: the same numbers, only slower.
+Each pool row gets bm25 over *all* query terms that occur in the index, with FTS5's formula,
+its k1 (1.2) and its column weights (:mod:`minionsd.storage.fts`: title 4, body 1, aux 2); the
+row's length and its column-weighted term counts come from the ``term_counts`` text stored
+with the record, N and avgdl from ``fts_stats``, the dfs from the planner's counts. With
+FTS5's length normalisation (b = 0.75) the score equals what ``bm25(memory_fts, 4, 1, 2)``
+gives in one OR query over all terms (the tests check that); retrieval uses ``LENGTH_B``
+instead (see there). A row without usable stored counts is tokenised by FTS5 on the reader's
+connection: the same numbers, only slower.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from minionsd.storage import fts
 
 if TYPE_CHECKING:
     from minionsd.memory.retrieval.index import RecallIndex
+
+
+# bm25's length normalisation for retrieval. FTS5's 0.75 is tuned for documents of very mixed
+# length; memory notes are a sentence to a paragraph, and there 0.75 mostly punishes the note
+# that explains a problem for the words its explanation adds, in favour of a one-line note
+# sharing one common word with the task. On the evaluation set (docs/retrieval.md section 9)
+# MRR is flat from 0.1 to 0.35 and falls beyond: 0.25 is the middle of that plateau.
+LENGTH_B = 0.25
 
 
 @dataclass
@@ -145,13 +154,14 @@ def idf(df: int, rows: int) -> float:
 
 
 def bm25(freq: Mapping[str, float], stem_idf: dict[str, float], length: int,
-         avgdl: float) -> float:
-    """FTS5's bm25 for one row, as a negative number like bm25() returns.
+         avgdl: float, b: float = LENGTH_B) -> float:
+    """bm25 for one row by FTS5's formula with length normalisation `b` (FTS5's own:
+    fts.BM25_B), as a negative number like bm25() returns.
 
     `freq` and `stem_idf` are by stem; a stem's idf is the sum of its terms' idfs (two query
     words with one stem are two phrases to FTS5, each counting the same occurrences).
     """
-    norm = fts.BM25_K1 * (1.0 - fts.BM25_B + (fts.BM25_B * length / avgdl if avgdl else 0.0))
+    norm = fts.BM25_K1 * (1.0 - b + (b * length / avgdl if avgdl else 0.0))
     total = 0.0
     for stem, f in freq.items():
         total += stem_idf[stem] * f * (fts.BM25_K1 + 1.0) / (f + norm)
