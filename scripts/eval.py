@@ -5,6 +5,7 @@
     .venv/bin/python scripts/eval.py --tasks     # plus one line per task
     .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
     .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
+    .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
 It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/harness.py),
 adds every record of the set through the socket with `memory.add` (keeping its created_at),
@@ -26,6 +27,12 @@ easy, hard and overall are the set's main tasks; held-out are tasks written afte
 changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
 the main tasks.
 
+`--without PART` (repeatable) starts the daemon with that part of retrieval switched off
+(scripts/eval_without/sitecustomize.py does it, in the daemon process only): synonyms, narrative
+(the narrative stop words), length (FTS5's length normalisation instead of retrieval's), boosts
+(all of them), or one boost: scope, trust, recency, path, importance (with confidence),
+coverage, pinned.
+
 The baseline in the same run is plain FTS5: `memory.search` over the task's text fields
 joined (OR of its words, bm25 with the same column weights, active records only), filtered by
 the same scope and trust rules client-side (so its violation count is comparable), first 8.
@@ -34,7 +41,9 @@ the same scope and trust rules client-side (so its violation count is comparable
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -51,6 +60,7 @@ from build_set import eligible  # noqa: E402
 from tests.harness import DaemonProcess  # noqa: E402
 
 SET_PATH = REPO / "tests" / "eval" / "set.json"
+WITHOUT_DIR = REPO / "scripts" / "eval_without"
 TOP_K = 8
 QUICK_TASKS = 12
 ADD_FIELDS = ("body", "type", "scope", "trust", "source", "title", "paths", "tags",
@@ -219,8 +229,28 @@ def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for the daemon (TOML value), e.g. "
                              "engine.memory_retrieval_min_score_ratio=0.3")
+    parser.add_argument("--without", action="append", default=[], metavar="PART",
+                        choices=_parts(), help="switch a part of retrieval off in the daemon")
     parser.add_argument("--data", type=Path, default=SET_PATH)
     return parser.parse_args(list(argv) if argv is not None else None)
+
+
+def _parts() -> tuple[str, ...]:
+    """The parts --without knows, from the module that switches them off."""
+    spec = importlib.util.spec_from_file_location("eval_without",
+                                                  WITHOUT_DIR / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # under this name it switches nothing off
+    return tuple(module.PARTS)
+
+
+def daemon_env(without: list[str]) -> dict[str, str]:
+    """The environment that makes the daemon switch `without` off (nothing when empty)."""
+    if not without:
+        return {}
+    path = os.pathsep.join(p for p in (str(WITHOUT_DIR), os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "EVAL_WITHOUT": ",".join(without)}
 
 
 def write_config(home: Path, settings: list[str]) -> None:
@@ -245,13 +275,14 @@ def main(argv: Iterable[str] | None = None) -> int:
         items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
     scorer = Scorer(data)
     root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home")
+    daemon = DaemonProcess(root / "home", env=daemon_env(args.without))
     try:
         write_config(daemon.home, args.set)
         daemon.start()
         ids = load(daemon, data["records"])
         print(f"loaded {len(ids)} records; {len(items)} tasks"
-              + (f"; config {', '.join(args.set)}" if args.set else ""))
+              + (f"; config {', '.join(args.set)}" if args.set else "")
+              + (f"; without {', '.join(args.without)}" if args.without else ""))
         ours, base = retrieve_all(daemon, items, ids, scorer)
     finally:
         daemon.kill()

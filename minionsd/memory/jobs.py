@@ -202,19 +202,10 @@ def reindex(app: App, now: datetime) -> Report:
     """Refresh derived columns, rebuild the FTS index from memory_records, re-import KB files."""
     refreshed = _refresh_derived(app)
 
-    def rebuild(conn: Any) -> int:
-        conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
-        return conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
-
-    count = app.db.write_blocking(rebuild)
+    count = app.db.write_blocking(fts.rebuild)
     if app.recall_index is not None:
         app.recall_index.forget()
-
-    def check(conn: Any) -> bool:
-        conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
-        return True
-
-    integrity = app.db.write_blocking(check)
+    integrity = app.db.write_blocking(fts.integrity_check)
     sweep = kb_sweep(app, now)
     return {"records_indexed": count, "aux_refreshed": refreshed, "integrity_ok": integrity,
             "kb_imported": sweep["imported"], "kb_updated": sweep["updated"]}

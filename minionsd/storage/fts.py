@@ -238,6 +238,20 @@ def rows_by_seq(conn: sqlite3.Connection, columns: str,
 # --- upkeep ----------------------------------------------------------------------------------
 
 
+def rebuild(conn: sqlite3.Connection) -> int:
+    """Rebuild the FTS index from memory_records (FTS5's 'rebuild' command); returns how many
+    records it now indexes."""
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')")
+    return plain_cursor(conn).execute("SELECT count(*) FROM memory_records").fetchone()[0]
+
+
+def integrity_check(conn: sqlite3.Connection) -> bool:
+    """FTS5's 'integrity-check' of the index against memory_records (rank 1: against the
+    content too). True when it passes; a damaged index raises sqlite3.DatabaseError."""
+    conn.execute("INSERT INTO memory_fts (memory_fts, rank) VALUES ('integrity-check', 1)")
+    return True
+
+
 def merge_step(conn: sqlite3.Connection, pages: int) -> bool:
     """One step of FTS5's incremental 'merge' (about `pages` pages written); whether it did any
     work. As the FTS5 documentation says, a step that changed fewer than two rows (by

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO
+from tests.harness import DaemonProcess
 
 
 def test_eval_quick_prints_metrics_for_both_rankings():
@@ -24,3 +26,28 @@ def test_eval_quick_prints_metrics_for_both_rankings():
         for row in rows:
             assert all(0.0 <= float(v) <= 1.0 for v in row[1:4]), row
     assert len(re.findall(r"^  [EH]-\S+ +(easy|hard) ", out, re.MULTILINE)) == 12, out
+
+
+def _retrieved_terms(tmp_path: Path, without: list[str]) -> list[str]:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import eval as evaluation
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    daemon = DaemonProcess(tmp_path / "-".join(["home", *without]),
+                           env=evaluation.daemon_env(without))
+    daemon.start()
+    try:
+        with daemon.client() as client:
+            task = {"id": "T-1", "title": "Login calls are rate limited by the identity provider"}
+            return client.call("memory.retrieve", {"task": task})["terms"]
+    finally:
+        daemon.stop()
+
+
+def test_without_switches_the_part_off_in_the_daemon_only(tmp_path: Path) -> None:
+    """--without synonyms: the daemon eval.py starts adds no synonyms; one started without it
+    does (so the figures of a --without run are really retrieval without that part)."""
+    assert "429" in _retrieved_terms(tmp_path, [])
+    assert "429" not in _retrieved_terms(tmp_path, ["synonyms"])
+    assert "rate" in _retrieved_terms(tmp_path, ["synonyms"])

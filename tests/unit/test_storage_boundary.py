@@ -36,9 +36,7 @@ STORAGE_MODULES: dict[str, str] = {
 
 # SQL still written in a non-storage module, by (module, top-level function), with why. An
 # entry whose function no longer runs SQL must go (the test says so).
-NOT_MOVED_YET: dict[tuple[str, str], str] = {
-    ("memory/jobs.py", "reindex"): "reindex: moves with the retrieval index rewrite",
-}
+NOT_MOVED_YET: dict[tuple[str, str], str] = {}
 
 
 def sql_calls(source: str) -> list[tuple[str, int, str]]:
