@@ -17,7 +17,7 @@ from minionsd.memory.retrieval import eligibility
 from minionsd.memory.retrieval.candidates import fetch_candidates, fetch_candidates_naive
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.recordview import DENSE_LIMIT, RecordView
-from minionsd.storage import fts, records
+from minionsd.storage import fts, recall, records
 from minionsd.storage.database import migrate
 from minionsd.text.ftsquery import index_aux_text
 
@@ -144,7 +144,7 @@ def test_recall_filter_matches_the_sql_filter(conn: sqlite3.Connection) -> None:
     every = expected + excluded
     assert view.recallable(every, SCOPES, NOW, len(every)) == expected
 
-    where, binds = eligibility.sql_filter("alpha", "dallas")
+    where, binds = recall.rule_sql(eligibility.rule("alpha", "dallas"))
     by_sql = [row[0] for row in conn.execute(
         f"SELECT seq FROM memory_records AS r WHERE {where} ORDER BY seq",
         binds | {"now": NOW})]

@@ -15,9 +15,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "minionsd"
 SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
 
-# Modules that own a part of storage, with what they own: the storage layer's package, plus
-# retrieval's candidate generation and record view, which the retrieval index keeps beside
-# the planner that uses them. A new module under storage/ needs a line here.
+# Modules that own a part of storage, with what they own: the storage layer's package. A new
+# module under storage/ needs a line here.
 STORAGE_MODULES: dict[str, str] = {
     "storage/database.py": "migrations, the single writer, the readers, the ping",
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
@@ -30,13 +29,9 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/job_runs.py": "maintenance jobs' last results",
     "storage/fts.py": "the FTS5 index through documented interfaces: stems, term counts, "
                       "statistics, the planner's searches, merge steps",
-    "memory/retrieval/candidates.py": "retrieval index: candidate generation",
-    "memory/retrieval/recordview.py": "retrieval index: the in-memory view of the records",
+    "storage/recall.py": "what retrieval's record view follows (the change log, filter "
+                         "columns), the recall rule in SQL, the one-OR reference, snapshots",
 }
-
-# SQL still written in a non-storage module, by (module, top-level function), with why. An
-# entry whose function no longer runs SQL must go (the test says so).
-NOT_MOVED_YET: dict[tuple[str, str], str] = {}
 
 
 def sql_calls(source: str) -> list[tuple[str, int, str]]:
@@ -75,17 +70,8 @@ def test_the_detector_sees_connection_calls_and_not_own_methods() -> None:
 def test_sql_runs_only_in_storage_modules() -> None:
     modules = _modules()
     assert set(STORAGE_MODULES) <= set(modules), "a listed storage module no longer exists"
-    outside = []
-    used_exceptions = set()
-    for rel, source in modules.items():
-        if rel in STORAGE_MODULES:
-            continue
-        for owner, line, method in sql_calls(source):
-            if (rel, owner) in NOT_MOVED_YET:
-                used_exceptions.add((rel, owner))
-                continue
-            outside.append(f"minionsd/{rel}:{line} {owner}: .{method}(")
+    outside = [f"minionsd/{rel}:{line} {owner}: .{method}("
+               for rel, source in modules.items() if rel not in STORAGE_MODULES
+               for owner, line, method in sql_calls(source)]
     assert not outside, ("SQL outside the storage modules; move it into a storage function "
                          "and call that instead:\n" + "\n".join(outside))
-    stale = set(NOT_MOVED_YET) - used_exceptions
-    assert not stale, f"these no longer run SQL; drop them from NOT_MOVED_YET: {sorted(stale)}"

@@ -21,8 +21,8 @@ from typing import Any
 
 from minionsd.memory.retrieval import eligibility, planner, scoring
 from minionsd.memory.retrieval.index import RecallIndex
-from minionsd.storage import fts, records
-from minionsd.storage.fts import BM25_WEIGHTS, index_stats, plain_cursor
+from minionsd.storage import fts, recall, records
+from minionsd.storage.fts import index_stats
 from minionsd.text.ftsquery import match_expression
 
 
@@ -46,14 +46,8 @@ def fetch_candidates(
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
         return []
-    own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN")
-    try:
+    with recall.snapshot(conn):
         return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b)
-    finally:
-        if own and conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
@@ -139,18 +133,9 @@ def fetch_candidates_naive(
     expr = match_expression(list(dict.fromkeys(terms)))
     if expr is None or limit <= 0:
         return []
-    where, binds = eligibility.sql_filter(project, agent)
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    rows = plain_cursor(conn).execute(
-        f"""SELECT {', '.join('r.' + c for c in records.WIRE_KEYS)},
-                   bm25(memory_fts, {weights}) AS score
-            FROM memory_fts JOIN memory_records AS r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND {where}
-            ORDER BY score, r.id LIMIT :limit""",
-        binds | {"expr": expr, "now": now_iso, "limit": limit},
-    ).fetchall()
     out = []
-    for row in rows:
+    for row in recall.one_or_search(conn, expr, eligibility.rule(project, agent), now_iso,
+                                    limit):
         record = _decode(row[:-1])
         record["bm25"] = row[-1]
         out.append(record)

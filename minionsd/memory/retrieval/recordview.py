@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from minionsd.memory.retrieval.eligibility import eligible, unexpired
+from minionsd.storage import recall
 
 MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
 # Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
@@ -82,12 +83,6 @@ class _Lru:
         self.bytes = 0
 
 
-def _cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
-    cur = conn.cursor()
-    cur.row_factory = None
-    return cur
-
-
 class RecordView:
     """The filter table and caches of one database (owned by its RecallIndex)."""
 
@@ -106,13 +101,7 @@ class RecordView:
 
     def sync(self, conn: sqlite3.Connection) -> int:
         """Catch up with memory_records; returns a token for :meth:`remember`."""
-        cur = _cursor(conn)
-        # The newest change id ever given out (kept by AUTOINCREMENT even when the log has
-        # been pruned empty) and the oldest one still in the log.
-        high, low = cur.execute(
-            "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'record_changes'), "
-            "(SELECT min(id) FROM record_changes)").fetchone()
-        high = high or 0
+        high, low = recall.change_log_range(conn)
         with self._lock:
             applied = self._applied
             if applied is not None and high <= applied:
@@ -121,31 +110,24 @@ class RecordView:
                 return high
             if (applied is None or low is None or low > applied + 1
                     or high - applied > RELOAD_AFTER_CHANGES):
-                self._load_all(cur)
+                self._load_all(conn)
             else:
-                self._apply_changes(cur, applied, high)
+                self._apply_changes(conn, applied, high)
             self._applied = high
             return high
 
-    def _load_all(self, cur: sqlite3.Cursor) -> None:
+    def _load_all(self, conn: sqlite3.Connection) -> None:
         self._scope_of = array("i")
         self._recallable = bytearray()
         self._sparse.clear()
         self._expires.clear()
         for cache in self._caches.values():
             cache.clear()
-        rows = cur.execute("SELECT seq, scope, status, type, trust, expires_at "
-                           "FROM memory_records ORDER BY seq DESC")
-        for row in rows:
+        for row in recall.filter_rows(conn):
             self._set(*row)
 
-    def _apply_changes(self, cur: sqlite3.Cursor, after: int, upto: int) -> None:
-        rows = cur.execute(
-            """SELECT c.seq, r.scope, r.status, r.type, r.trust, r.expires_at
-               FROM (SELECT DISTINCT seq FROM record_changes WHERE id > ? AND id <= ?) AS c
-               LEFT JOIN memory_records AS r ON r.seq = c.seq""",
-            (after, upto),
-        )
+    def _apply_changes(self, conn: sqlite3.Connection, after: int, upto: int) -> None:
+        rows = recall.changed_filter_rows(conn, after, upto)
         for kind in WHOLE_KINDS & self._caches.keys():
             self._caches[kind].clear()
         for row in rows:
