@@ -59,6 +59,7 @@ def test_tokeniser_never_raises_and_counts_stay_parseable(title: str, body: str,
     stored = parse_stored("M-x", counts)
     assert stored is not None
     parsed = parse_counts(counts)
+    assert parsed is not None
     assert all(" " not in stem and "\n" not in stem for stem in parsed)
     fts.stems(conn, [*body.split(), title, aux])
 

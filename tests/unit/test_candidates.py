@@ -673,10 +673,14 @@ def test_stored_counts_read_like_tokenising_the_row(data: st.DataObject, title: 
         assert list(got) == list(expected)
 
 
-def test_a_malformed_row_is_read_line_by_line() -> None:
-    """A hand-edited row whose lines are not two words each: each `<stem> <count>` line is
-    read, the rest ignored."""
-    stored = "2 9 1\nalpha 2\nbeta 3 extra\ngamma 4\nlonely\ndelta 0\n"
-    key = ("alpha", "beta", "delta", "gamma", "lonely")
-    entry = scoring.parse_stored("M-1", stored)
-    assert entry.weights(key) == {"alpha": 2.0, "beta": 3.0, "gamma": 4.0}
+def test_counts_not_two_words_a_line_are_not_used() -> None:
+    """A hand-edited row whose lines are not two words each, or whose count is no number, is
+    not read (retrieval then counts the row from its text, see the test above)."""
+    for stored in ("2 9 1\nalpha 2\nbeta 3 extra\ngamma 4\n",
+                   "2 9 1\nalpha 2\nlonely\ngamma 4\n",
+                   "2 9 1\nalpha 2\nbeta three\n",
+                   "2 9 1\nalpha 2"):
+        assert scoring.parse_stored("M-1", stored) is None, stored
+    entry = scoring.parse_stored("M-1", "2 9 1\nalpha 2\nbeta 3\ndelta 0\n")
+    assert entry is not None
+    assert entry.weights(("alpha", "beta", "delta", "gamma")) == {"alpha": 2.0, "beta": 3.0}
