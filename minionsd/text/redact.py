@@ -213,7 +213,9 @@ PATTERNS: tuple[Pattern, ...] = (
         "mongosh -p V, sqlcmd -P V, ldapsearch -w V, 7z -pV, zip -P V, keytool -storepass V, "
         "aws configure set aws_secret_access_key V, ngrok authtoken V, "
         "openssl -passin pass:V",
-        r"(?P<head>(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)"
+        # The first-letter class lets the scan skip most positions without trying each
+        # command of the alternation (a third of the cost).
+        r"(?=[abcdhjklmnoprstuwz7-])(?P<head>(?:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)"
         + g.CMD_ARGS + r"-p(?=[^\s-])"
         r"|\bsshpass" + g.CMD_ARGS + r"-p"
         r"|\b(?:docker|podman|buildah|skopeo|nerdctl|oras|crane|helm(?:[ \t]+registry)?)"
