@@ -53,6 +53,15 @@ def _scratch(cur: sqlite3.Cursor) -> None:
                 f"fts5vocab(temp, {_WORDS_TABLE}, 'instance')")
 
 
+def _empty(cur: sqlite3.Cursor, table: str) -> None:
+    """Delete what a call put into a scratch table. Not a savepoint rolled back: a savepoint
+    makes every FTS5 table of the connection write out its pending changes, so inside a
+    writer's transaction that adds many records (a consolidation batch, a bulk load) each
+    record's counts would flush the previous record's index entries as a segment of their
+    own, and the transaction would slow down with every record it holds."""
+    cur.execute(f"DELETE FROM temp.{table}")
+
+
 def _text(blob: bytes) -> str:
     # FTS5 cuts a huge token at a byte limit, possibly inside a character.
     return blob.decode("utf-8", errors="replace")
@@ -64,12 +73,11 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
     Text, one line per stem: a header ``"2 <n> 1"`` (format 2; n = tokens in all three columns,
     the row's length for bm25), then ``"<stem> <f>"`` where f is the occurrences in title, body
     and aux weighted by BM25_WEIGHTS, as FTS5's bm25 weighs them. FTS5 tokenises the text (in a
-    TEMP table of `conn`, rolled back at once), so the counts are exactly the index's. Computed
+    TEMP table of `conn`, emptied at once), so the counts are exactly the index's. Computed
     once at write time so a retrieval reads it instead of tokenising every candidate's text.
     """
     cur = plain_cursor(conn)
     _scratch(cur)
-    cur.execute("SAVEPOINT minions_counts")
     try:
         cur.execute(f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) "
                     "VALUES (1, ?, ?, ?)", tuple(scrub_surrogates(text or "")
@@ -77,8 +85,7 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
         rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
                            f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
     finally:
-        cur.execute("ROLLBACK TO minions_counts")
-        cur.execute("RELEASE minions_counts")
+        _empty(cur, _COUNTS_TABLE)
     weight = dict(zip(("title", "body", "aux"), BM25_WEIGHTS, strict=True))
     weighted: dict[str, float] = {}
     length = 0
@@ -97,7 +104,7 @@ def _number(value: float) -> str:
 
 def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | None]:
     """FTS5 porter stems of `words` (None for a word that is not exactly one token), from a
-    TEMP table of `conn`, rolled back at once."""
+    TEMP table of `conn`, emptied at once."""
     wanted = list(dict.fromkeys(words))
     if not wanted:
         return {}
@@ -109,7 +116,6 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
     cur = plain_cursor(conn)
     _scratch(cur)
     per_row: dict[int, list[tuple[int, str]]] = {}
-    cur.execute("SAVEPOINT minions_words")
     try:
         if simple:
             cur.execute(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (0, ?)",
@@ -120,8 +126,7 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
                 f"SELECT CAST(term AS BLOB), doc, offset FROM temp.{_WORDS_TABLE}_inst"):
             per_row.setdefault(doc, []).append((offset, _text(term)))
     finally:
-        cur.execute("ROLLBACK TO minions_words")
-        cur.execute("RELEASE minions_words")
+        _empty(cur, _WORDS_TABLE)
     out: dict[str, str | None] = dict.fromkeys(wanted)
     for offset, term in per_row.get(0, []):
         out[simple[offset]] = term

@@ -630,6 +630,36 @@ def test_a_huge_token_is_counted_and_stemmed_without_decode_errors(
     assert ids(search(conn, [word, "kafka"])) == ["M-1"]
 
 
+def test_tokenising_leaves_the_transaction_and_the_scratch_tables_as_they_were(
+        conn: IndexedConnection) -> None:
+    """term_counts and stems inside a writer's transaction: they open no savepoint (one would
+    make every FTS5 table of the connection write out its pending changes, record after
+    record), leave nothing in their scratch tables, and a rollback of the transaction takes
+    back only the caller's own writes."""
+    add(conn, "M-1", "kafka consumer lag")
+    conn.execute("BEGIN IMMEDIATE")
+    add_in_transaction = conn.execute(
+        "INSERT INTO memory_records (id, type, scope, trust, body, created_at, updated_at) "
+        "VALUES ('M-2', 'semantic', 'global', 'human', 'broker down', '2026-01-01', "
+        "'2026-01-01')")
+    assert add_in_transaction.rowcount == 1
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    assert fts.term_counts(conn, "Retry", "retry the cache", "").startswith("2 4 1\n")
+    assert fts.stems(conn, ["retries", "naïve", "x-y"]) == {"retries": "retri",
+                                                            "naïve": "naiv", "x-y": None}
+    conn.set_trace_callback(None)
+    assert statements and not [s for s in statements
+                               if s.lstrip().upper().startswith(("SAVEPOINT", "ROLLBACK",
+                                                                 "RELEASE"))]
+    assert conn.in_transaction
+    for table in ("minions_counts", "minions_words"):
+        assert conn.execute(f"SELECT count(*) FROM temp.{table}").fetchone()[0] == 0
+    conn.execute("ROLLBACK")
+    assert [r[0] for r in conn.execute("SELECT id FROM memory_records")] == ["M-1"]
+    assert fts.term_counts(conn, "", "kafka", "") == "2 1 1\nkafka 1\n"
+
+
 def test_term_counts_weigh_columns_like_bm25(conn: IndexedConnection) -> None:
     counts = fts.term_counts(conn, "Retry retries", "retry the cache", "cache")
     assert counts.splitlines()[0] == "2 6 1"
