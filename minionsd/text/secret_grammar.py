@@ -136,6 +136,7 @@ RANDOM_VALUE = (
 )
 # A credential on a command line: quoted, or one word.
 CLI_VALUE = rf"{NOT_MARKER}(?![\"']?\$)(?:'[^'\n]+'|\"[^\"\n]+\"|[^\s\"'`&;|<>]+)"
-# The rest of a command line before the flag, bounded. The command word is followed by a space
-# or a dot (`curl.exe`): the `http` of a URL (`http://`) starts no scan of the line after it.
-CMD_ARGS = r"(?=[ \t.])[^\n]{0,200}?[ \t]"
+# The rest of a command line before the flag, bounded. The command word ends where a word
+# does (`mysql `, `mysql.exe`, `"C:\\tools\\mysql" `, `$(which mysql) `), but not at a colon:
+# the `http` of a URL (`http://`) starts no scan of the line after it.
+CMD_ARGS = r"(?=[^\w:\n])[^\n]{0,200}?[ \t]"

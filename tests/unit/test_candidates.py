@@ -463,7 +463,7 @@ def test_small_budget_stays_bounded_and_relevant(
     precision = []
     for task in _tasks(corpus, 20, seed=7):
         terms = task_terms(task)
-        dfs = planner.count_dfs(conn, terms, stats, index.view.rows_after)
+        dfs = planner.count_dfs(conn, terms, stats, index.view.rows_between)
         plan = planner.plan_query(terms, dfs, stats)
         assert plan is not None
         assert sum(dfs[t] for t in plan.rare) <= 30
@@ -709,6 +709,7 @@ def test_counts_not_two_words_a_line_are_not_used() -> None:
     for stored in ("2 9 1\nalpha 2\nbeta 3 extra\ngamma 4\n",
                    "2 9 1\nalpha 2\nlonely\ngamma 4\n",
                    "2 9 1\nalpha 2\nbeta three\n",
+                   "2 9 1\nalpha 2\nbeta nan\n", "2 9 1\nalpha inf\n", "2 9 1\nalpha -1\n",
                    "2 9 1\nalpha 2"):
         assert scoring.parse_stored("M-1", stored) is None, stored
     entry = scoring.parse_stored("M-1", "2 9 1\nalpha 2\nbeta 3\ndelta 0\n")

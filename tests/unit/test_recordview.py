@@ -209,7 +209,7 @@ def test_large_seqs_follow_changes_too(conn: sqlite3.Connection) -> None:
     assert view.recallable([big, bigger, small], SCOPES, NOW, 10) == [small]
 
 
-def test_rows_after_counts_what_the_table_holds(conn: sqlite3.Connection) -> None:
+def test_rows_between_counts_what_the_table_holds(conn: sqlite3.Connection) -> None:
     seqs = [insert(conn, f"M-{i}", status="retracted" if i % 3 == 0 else "active")
             for i in range(40)]
     seqs.append(insert(conn, "M-big", seq=DENSE_LIMIT + 3))
@@ -217,13 +217,15 @@ def test_rows_after_counts_what_the_table_holds(conn: sqlite3.Connection) -> Non
                  (seqs[5], seqs[30], seqs[-1]))
     view = RecordView()
     view.sync(conn)
-    for low in [-1, 0, seqs[4], seqs[5], seqs[29], seqs[39], DENSE_LIMIT, DENSE_LIMIT + 9]:
-        expected = conn.execute("SELECT count(*) FROM memory_records WHERE seq > ?",
-                                (low,)).fetchone()[0]
-        assert view.rows_after(low) == expected, low
+    bounds = [-1, 0, seqs[4], seqs[5], seqs[29], seqs[39], DENSE_LIMIT, DENSE_LIMIT + 9]
+    for after in bounds:
+        for upto in [*bounds, 10**12]:
+            expected = conn.execute("SELECT count(*) FROM memory_records "
+                                    "WHERE seq > ? AND seq <= ?", (after, upto)).fetchone()[0]
+            assert view.rows_between(after, upto) == expected, (after, upto)
     insert(conn, "M-bigger", seq=DENSE_LIMIT + 7)
     view.sync(conn)
-    assert view.rows_after(DENSE_LIMIT) == 1
+    assert view.rows_between(DENSE_LIMIT, DENSE_LIMIT + 9) == 1
 
 
 # --- following changes ---------------------------------------------------------------------

@@ -79,7 +79,7 @@ class RecallIndex:
                     continue
             unknown.append(term)
         if unknown:
-            found = planner.count_dfs(conn, unknown, stats, self.view.rows_after)
+            found = planner.count_dfs(conn, unknown, stats, self.view.rows_between)
             with self._lock:
                 if len(self._dfs) + len(found) > MAX_DFS:
                     self._dfs.clear()

@@ -58,17 +58,17 @@ class Plan:
 
 
 def count_dfs(conn: sqlite3.Connection, terms: Sequence[str], stats: IndexStats,
-              rows_after: Callable[[int], int]) -> dict[str, int]:
+              rows_between: Callable[[int, int], int]) -> dict[str, int]:
     """df of each term: exact up to RARE_BUDGET, above it estimated from the newest
-    SAMPLE_ROWS rows (`rows_after(seq)` says how many records have a larger seq: the record
-    view's count)."""
+    SAMPLE_ROWS rows (`rows_between(after, upto)` says how many records have a seq in that
+    range: the record view's count)."""
     cap = RARE_BUDGET + 1
     # One statement, one capped count per term: a common term costs no more than the cap.
     dfs = dict(zip(terms, fts.capped_counts(conn, terms, cap), strict=True))
     common = [t for t in terms if dfs[t] >= cap]
     if common:
         low = max(0, stats.max_rowid - SAMPLE_ROWS)
-        window = rows_after(low)
+        window = rows_between(low, stats.max_rowid)
         samples = fts.capped_counts(conn, common, None, after=low)
         for term, hits in zip(common, samples, strict=True):
             estimate = round(hits * stats.rows / window) if window else cap

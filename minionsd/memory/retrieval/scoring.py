@@ -68,7 +68,7 @@ def parse_counts(text: str, shared: dict[str, str] | None = None,
                  numbers: dict[str, float] | None = None) -> dict[str, float] | None:
     """Every stem line of a stored term_counts text (after its header): stem -> count; None
     when the text is not two words a line, as fts.term_counts writes it, or a count is no
-    number.
+    finite number of zero or more.
 
     One split of the whole text (a row's stems are looked up by many queries, so it pays to
     parse them all once). The check is that the word count fits the line count (a hand edit
@@ -82,19 +82,28 @@ def parse_counts(text: str, shared: dict[str, str] | None = None,
     stems, counts = words[3::2], words[4::2]
     try:
         if numbers is None:
-            values = list(map(float, counts))
-        else:
+            values = list(map(_count, counts))
+        else:  # each count text is checked once, when it is first seen
             values = list(map(numbers.get, counts))
             if None in values:
                 for i, value in enumerate(values):
                     if value is None:
-                        values[i] = numbers.setdefault(counts[i], float(counts[i]))
+                        values[i] = numbers.setdefault(counts[i], _count(counts[i]))
     except ValueError:
         return None
     if shared is not None:
         share = shared.setdefault
         stems = list(map(share, stems, stems))
     return dict(zip(stems, values, strict=True))
+
+
+def _count(text: str) -> float:
+    """A stored count: a finite number, not negative (`nan` or `-1` in a hand-edited row
+    would make its score unorderable or nonsense)."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"not a count: {text!r}")
+    return value
 
 
 def parse_stored(record_id: str, stored: str | None,
