@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-PARTS = ("synonyms", "narrative", "length", "boosts", "scope", "trust", "recency", "path",
-         "importance", "coverage", "pinned")
+BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned")
+PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS)
 
 
 def _switch_off(parts: set[str]) -> None:
@@ -21,7 +21,7 @@ def _switch_off(parts: set[str]) -> None:
     from minionsd.text.ftsquery import STOP_WORDS
 
     def without(part: str) -> bool:
-        return part in parts or (part in PARTS[4:] and "boosts" in parts)
+        return part in parts or (part in BOOSTS and "boosts" in parts)
 
     if without("synonyms"):
         query.synonym_terms = lambda task, own: []

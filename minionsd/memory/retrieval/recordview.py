@@ -161,8 +161,7 @@ class RecordView:
         estimate: counting them in memory_records reads every one of those multi-kilobyte rows,
         1.7 ms for 3,000 of them)."""
         with self._lock:
-            start, stop = max(after + 1, 0), min(upto + 1, len(self._scope_of))
-            dense = self._scope_of[start:stop] if stop > start else array("i")
+            dense = self._scope_of[max(after + 1, 0):max(upto + 1, 0)]
             count = len(dense) - dense.count(-1)
             return count + sum(1 for key, (scope_id, _flag) in self._sparse.items()
                                if after < key <= upto and scope_id != -1)
