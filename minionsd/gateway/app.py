@@ -140,7 +140,7 @@ def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> S
                 await ctx.link.close()
 
     routes: list[BaseRoute] = [
-        Route("/rpc", rpc, methods=["POST"]),
+        Route("/rpc", rpc.handle, methods=["POST"]),
         Route("/mcp", mcp_route, methods=["GET", "POST", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

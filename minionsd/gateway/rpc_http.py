@@ -103,7 +103,7 @@ class RpcEndpoint:
         self.link = link
         self.metrics = metrics
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
         method = "-"
         status = 200
