@@ -10,7 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from minionsd.cli.common import EXIT_OK, EXIT_USAGE, Call, CommandError, home_of
+from minionsd.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Call,
+    CommandError,
+    UsageError,
+    home_of,
+    remote_of,
+)
 
 
 def _ctl_invocation(args: argparse.Namespace) -> list[str]:
@@ -43,16 +51,39 @@ def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[A
     return result, connect.describe
 
 
+def gateway_transport(args: argparse.Namespace, timeout: float) -> tuple[Any, str] | None:
+    """(transport, URL) for a session that goes through a gateway (--url or $MINIONS_URL):
+    each call a fresh POST /rpc, so calls from several threads never share a connection.
+    None: the socket."""
+    remote = remote_of(args)
+    if remote is None:
+        return None
+    from minionsd.rpc.http_client import HttpClient
+
+    url, token = remote
+
+    def transport(method: str, params: dict[str, Any]) -> Any:
+        with HttpClient(url, token, timeout=timeout) as client:
+            return client.call(method, params)
+
+    return transport, HttpClient(url, token).url
+
+
 def run_mcp(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
-    from minionsd.agents.session import Session
+    from minionsd.agents.session import CALL_TIMEOUT_S, Session
 
     try:
         session = Session.create(args.home, args.socket, resolve_agent(args.agent),
                                  resolve_project(args.project))
-    except IdentityError as exc:
+        remote = gateway_transport(args, CALL_TIMEOUT_S)
+    except (IdentityError, UsageError, ValueError) as exc:
         print(f"minionsctl mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if remote is not None:
+        session = dataclasses.replace(session, transport=remote[0], endpoint=remote[1])
     from minionsd.agents import mcp_server
 
     try:
@@ -64,8 +95,15 @@ def run_mcp(args: argparse.Namespace) -> int:
 def run_hook(args: argparse.Namespace) -> int:
     from minionsd.agents import hooks
 
+    try:
+        remote = gateway_transport(args, hooks.SOCKET_TIMEOUT_S)
+    except (UsageError, ValueError) as exc:  # a hook never fails the session
+        print(f"minionsctl hook {args.event}: {exc}", file=sys.stderr)
+        return EXIT_OK
     return hooks.run(args.hook_agent, args.event, home=args.home, socket=args.socket,
-                     agent=args.agent, project=args.project)
+                     agent=args.agent, project=args.project,
+                     transport=remote[0] if remote else None,
+                     endpoint=remote[1] if remote else None)
 
 
 def is_hook_invocation(argv: list[str]) -> bool:
