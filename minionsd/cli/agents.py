@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from minionsd.cli.common import (
     EXIT_OK,
@@ -38,14 +40,41 @@ def _identity_args(args: argparse.Namespace) -> list[str]:
     return words + (["--project", args.project] if args.project else [])
 
 
+def _remote_for_connect(args: argparse.Namespace) -> Any:
+    """connect --url: the gateway's /mcp URL (with ?project= when --project names one) and the
+    token's variable; the token itself is never read here, let alone written."""
+    from minionsd.agents import connect
+    from minionsd.rpc.http_client import endpoint_url
+
+    try:
+        mcp_url = endpoint_url(args.url, "/mcp")
+    except ValueError as exc:
+        raise UsageError(f"--url: {exc}") from None
+    var = args.token_env or "MINIONS_TOKEN"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+        raise UsageError(f"--token-env {var!r} is not an environment variable name")
+    if args.project and args.project != "auto":
+        mcp_url += "?project=" + quote(args.project, safe="")
+    return connect.Remote(mcp_url, var)
+
+
+def _remote_invocation(args: argparse.Namespace) -> list[str]:
+    """How a hook on the agent's machine runs minionsctl against the gateway."""
+    command = _ctl_invocation(args)
+    plain = command[:-2] if command[-2] in ("--home", "--socket") else command
+    return [*plain, "--url", args.url, "--token-env", args.token_env or "MINIONS_TOKEN"]
+
+
 def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
     from minionsd.agents import connect
 
     if not args.agent:
         args.agent = args.target
+    remote = _remote_for_connect(args) if args.url else None
+    invocation = _remote_invocation(args) if args.url else _ctl_invocation(args)
     try:
-        result = connect.run(args.target, args.scope, _ctl_invocation(args),
-                             _identity_args(args), args.print_only)
+        result = connect.run(args.target, args.scope, invocation,
+                             _identity_args(args), args.print_only, remote=remote)
     except connect.ConnectError as exc:
         raise CommandError(str(exc)) from None
     return result, connect.describe

@@ -64,7 +64,7 @@ LOCAL_ONLY = frozenset({"init", "restore", "service install", "token create", "t
 
 def make_client(args: Any, name: str, timeout: float) -> Client | HttpClient:
     """The socket client, or a gateway client under --url / $MINIONS_URL."""
-    remote = remote_of(args)
+    remote = None if name == "connect" else remote_of(args)  # connect only writes files
     if remote is None:
         return Client(socket_of(args), timeout=timeout)
     if name in LOCAL_ONLY:
