@@ -146,6 +146,11 @@ def test_identity_comes_from_the_token_never_the_request(env):
     record = env.daemon.call("memory.get", id=reply["result"]["id"])
     assert (record["trust"], record["author"], record["agent"]) == (
         "agent", "admin-bot", "admin-bot")
+    # a knowledge entry made over the socket is human-trust; made with a token, it is not
+    reply = call_rpc(env.gateway, env.admin, "knowledge.create", category="conventions",
+                     title="Retry policy", body="Retry three times.", author="root")
+    record = env.daemon.call("memory.get", id=reply["result"]["record_id"])
+    assert (record["trust"], record["author"]) == ("agent", "admin-bot")
 
 
 def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
