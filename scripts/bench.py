@@ -7,6 +7,7 @@
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
+    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -20,7 +21,9 @@ Sections:
              caches about them is warm after the first round), then tasks never asked before
              (cold: nothing about them cached); with --mcp also `memory_context` through
              `minionsctl mcp` (the mcp SDK's client, one stdio session) beside the same
-             `prompt.assemble` on the raw socket, interleaved call by call
+             `prompt.assemble` on the raw socket, interleaved call by call; with --gateway
+             both methods through the HTTP gateway's /rpc and memory_context through its
+             /mcp beside the socket, and the gateway's RSS (bench_gateway.py)
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -113,6 +116,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temp homes")
     parser.add_argument("--mcp", action="store_true",
                         help="also time memory_context through minionsctl mcp (retrieval)")
+    parser.add_argument("--gateway", action="store_true",
+                        help="also time memory.retrieve / prompt.assemble through the HTTP "
+                             "gateway's /rpc and memory_context through /mcp (retrieval)")
     args = parser.parse_args(argv)
     if args.quick:
         parser.set_defaults(**QUICK)
