@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from minionsd.cli.common import (
     EXIT_OK,
@@ -43,6 +42,8 @@ def _identity_args(args: argparse.Namespace) -> list[str]:
 def _remote_for_connect(args: argparse.Namespace) -> Any:
     """connect --url: the gateway's /mcp URL (with ?project= when --project names one) and the
     token's variable; the token itself is never read here, let alone written."""
+    from urllib.parse import quote
+
     from minionsd.agents import connect
     from minionsd.rpc.http_client import endpoint_url
 
