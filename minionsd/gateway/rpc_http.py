@@ -20,7 +20,7 @@ from minionsd.gateway.auth import Authenticator, HttpRefusal
 from minionsd.gateway.daemon_link import DaemonLink
 from minionsd.gateway.identity import Identity
 from minionsd.gateway.metrics import GatewayMetrics
-from minionsd.gateway.policy import Forbidden, admit
+from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable
 
 UNREACHABLE = -32000
@@ -67,10 +67,27 @@ def judge(message: Any, identity: Identity) -> tuple[dict[str, Any] | None, dict
     return forward, None, admitted.note
 
 
+async def _in_project(judged: tuple[dict[str, Any] | None, dict[str, Any] | None,
+                                     dict[str, Any]], identity: Identity, link: DaemonLink
+                      ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]:
+    """A forwarded request that a project-bound token may not make becomes a local answer."""
+    forward, local, note = judged
+    if forward is None or identity.project is None:
+        return judged
+    try:
+        await check_project(forward["method"], forward["params"], identity,
+                            link.record_or_none)
+    except Forbidden as exc:
+        if "id" not in forward:
+            return None, None, {}
+        return None, _error(forward["id"], exc.code, exc.message, exc.detail, **exc.data), {}
+    return forward, local, note
+
+
 async def answer(messages: list[Any], identity: Identity,
                  link: DaemonLink) -> list[dict[str, Any]]:
     """The answers to a batch, in request order (notifications have none)."""
-    judged = [judge(m, identity) for m in messages]
+    judged = [await _in_project(judge(m, identity), identity, link) for m in messages]
     forward = [f for f, _, _ in judged if f is not None]
     replies: list[dict[str, Any]] = []
     if forward:
@@ -134,7 +151,7 @@ class RpcEndpoint:
                  else "batch")
         label = label if isinstance(label, str) and len(label) < 64 else "-"
         try:
-            if not batch:
+            if not batch and identity.project is None:
                 forward, _local, note = judge(decoded, identity)
                 if forward is not None and not note and "id" in forward:
                     # One request whose answer needs nothing added: the daemon's bytes as

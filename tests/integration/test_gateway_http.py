@@ -163,6 +163,24 @@ def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
     rows = env.daemon.call("telemetry.retrievals", limit=1)["rows"]
     assert (rows[0]["project"], rows[0]["agent"]) == ("payments", "pay-bot")
 
+    def add(scope: str) -> str:
+        return env.daemon.call("memory.add", body=f"A fact in {scope}.", type="semantic",
+                               scope=scope, trust="agent", source="test")["id"]
+
+    other, shared, own = add("project:billing"), add("global"), add("project:payments")
+    reply = call_rpc(env.gateway, env.bound, "memory.get", id=other)
+    assert reply["error"]["code"] == -32001  # another project's record reads as missing
+    assert call_rpc(env.gateway, env.bound, "memory.get", id=shared)["result"]["id"] == shared
+    for target in (other, shared):
+        _, _, replies = env.gateway.rpc(env.bound, [
+            rpc("memory.retract", id=target, reason="not ours"),
+            rpc("memory.supersede", id=own, by=other)])
+        assert replies[0]["error"]["code"] in (-32001, -32004)
+        assert replies[1]["error"]["code"] == -32001
+    assert env.daemon.call("memory.get", id=shared)["status"] == "active"
+    reply = call_rpc(env.gateway, env.bound, "memory.retract", id=own, reason="outdated")
+    assert reply["result"]["status"] == "retracted"
+
 
 # --- browser and network safety ------------------------------------------------------------
 
