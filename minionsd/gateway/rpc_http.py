@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from minionsd.gateway.auth import Authenticator, HttpRefusal
+from minionsd.gateway.auth import Authenticator, HttpRefusal, peer
 from minionsd.gateway.daemon_link import DaemonLink
 from minionsd.gateway.identity import Identity
 from minionsd.gateway.metrics import GatewayMetrics
@@ -136,7 +136,7 @@ class RpcEndpoint:
             self.metrics.observe("rpc", method, status, time.perf_counter() - started)
 
     async def _handle(self, request: Request) -> tuple[Response, str]:
-        identity = await self.auth.identify(request.headers)
+        identity = await self.auth.identify(request.headers, client=peer(request))
         body = await request.body()
         try:
             decoded = json.loads(body)

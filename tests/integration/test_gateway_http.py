@@ -238,6 +238,9 @@ def test_over_the_rate_is_429_with_retry_after(env):
         assert refused[0][1]["error"]["reason"] == "rate"
         # another token has its own bucket
         assert slow.rpc(env.write, rpc("status"))[0] == 200
+        # guessing tokens from one address: 401s, then 429 before the daemon is asked
+        guesses = [slow.rpc(f"mnt_{n:043d}", rpc("status"))[0] for n in range(25)]
+        assert guesses[0] == 401 and guesses[-1] == 429, guesses
     finally:
         slow.stop()
 
