@@ -9,11 +9,11 @@
     .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
     .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
-For each set it starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/harness.py),
-adds every record of the set through the socket with `memory.add` (keeping its created_at),
-applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks
-`memory.retrieve` for each task with its project and agent. Asserts nothing; prints, per
-difficulty and overall:
+For each set it starts a fresh daemon on a temp home (the test suite's DaemonProcess from
+tests/harness.py), adds every record of the set through the socket with `memory.add` (keeping
+its created_at), applies the lifecycle (`memory.supersede`, `memory.retract`,
+`memory.expire`), then asks `memory.retrieve` for each task with its project and agent.
+Asserts nothing; prints, per difficulty and overall:
 
 * recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
   any member of it finds it);
@@ -283,7 +283,10 @@ def load_set(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def run_set(path: Path, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+Rows = list[dict[str, Any]]
+
+
+def run_set(path: Path, args: argparse.Namespace) -> tuple[Rows, Rows]:
     """One set through a fresh daemon: prints its tables; returns (retrieve rows, baseline rows)."""
     data = load_set(path)
     items = data["tasks"]
