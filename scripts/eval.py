@@ -327,13 +327,19 @@ def _name(path: Path) -> str:
 def main(argv: Iterable[str] | None = None) -> int:
     args = parse_args(argv)
     paths = args.data or [SET_PATH, BLIND_PATH]
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"--data {path}: no such file")
     overall: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         ours, base = run_set(path, args)
-        overall[f"{path.stem}"] = by_difficulty(ours)["overall"]
+        for split, rows in by_difficulty(ours).items():
+            if split in ("overall", "held-out"):
+                overall[path.stem + (" held" if split == "held-out" else "")] = rows
         overall[f"{path.stem} fts5"] = by_difficulty(base)["overall"]
     if len(paths) > 1:
-        print_table("all sets side by side (main tasks; fts5 = the plain FTS5 baseline)", overall)
+        print_table("all sets side by side (main tasks; held = held-out tasks; fts5 = the plain "
+                    "FTS5 baseline on the main tasks)", overall)
     return 0
 
 
