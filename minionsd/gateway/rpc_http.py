@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from minionsd.gateway.auth import Authenticator, HttpRefusal, peer
 from minionsd.gateway.daemon_link import DaemonLink
-from minionsd.gateway.identity import Identity
+from minionsd.gateway.identity import Identity, known
 from minionsd.gateway.metrics import GatewayMetrics
 from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable
@@ -149,7 +149,9 @@ class RpcEndpoint:
         messages = decoded if batch else [decoded]
         label = (messages[0].get("method") if not batch and isinstance(messages[0], dict)
                  else "batch")
-        label = label if isinstance(label, str) and len(label) < 64 else "-"
+        # Only known method names become metric labels: a client must not be able to grow
+        # the metrics with made-up names.
+        label = label if label == "batch" or (isinstance(label, str) and known(label)) else "other"
         try:
             if not batch and identity.project is None:
                 forward, _local, note = judge(decoded, identity)
