@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
-    .venv/bin/python scripts/bench.py --quick --mcp     # every section at a tiny size
+    .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
@@ -40,7 +40,7 @@ script several times, or use --trials, and compare medians); --pin pins the daem
 and this process to CPU 0.
 
 --quick runs every section at a tiny size (200 records, a few samples, one watch round): the
-test suite runs it with --mcp as a smoke test (tests/integration/test_bench_smoke.py). Its
+test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py). Its
 figures say nothing about performance; options given with it override its sizes.
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
