@@ -4,10 +4,10 @@
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
     .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
+    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
-    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -21,9 +21,7 @@ Sections:
              caches about them is warm after the first round), then tasks never asked before
              (cold: nothing about them cached); with --mcp also `memory_context` through
              `minionsctl mcp` (the mcp SDK's client, one stdio session) beside the same
-             `prompt.assemble` on the raw socket, interleaved call by call; with --gateway
-             both methods through the HTTP gateway's /rpc and memory_context through its
-             /mcp beside the socket, and the gateway's RSS (bench_gateway.py)
+             `prompt.assemble` on the raw socket, interleaved call by call
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -40,8 +38,12 @@ script several times, or use --trials, and compare medians); --pin pins the daem
 and this process to CPU 0.
 
 --quick runs every section at a tiny size (200 records, a few samples, one watch round): the
-test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py). Its
-figures say nothing about performance; options given with it override its sizes.
+test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py).
+Its figures say nothing about performance; options given with it override its sizes.
+
+With --gateway, section 5 also times both methods through the HTTP gateway's /rpc and
+memory_context through its /mcp beside the socket, interleaved, and prints the gateway's RSS
+(bench_gateway.py).
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
 bench_retrieval.py (5), bench_common.py (the daemon, which is tests/harness.py's DaemonProcess,
