@@ -78,6 +78,24 @@ def _text(text: str) -> list[types.TextContent]:
     return [types.TextContent(type="text", text=text)]
 
 
+def tool_result(session: Session, name: str, arguments: dict[str, Any] | None
+                ) -> types.CallToolResult:
+    """One tool call as the SDK's result, the way `minionsctl mcp` answers it: readable text
+    and the daemon's JSON as structured content, or a tool error (`isError`)."""
+    try:
+        text, data = tools.call_tool(session, name, arguments)
+    except ToolFailure as exc:
+        return types.CallToolResult(content=_text(exc.text),
+                                    structured_content=exc.data or None, is_error=True)
+    except Exception as exc:  # a defect must not end the request without an answer
+        return types.CallToolResult(
+            content=_text(f"{name} failed inside the gateway: {type(exc).__name__}"),
+            is_error=True)
+    # Structured content must be a JSON object on the 2025 revisions.
+    return types.CallToolResult(content=_text(text),
+                                structured_content=json.loads(json.dumps(data)))
+
+
 class McpEndpoint:
     """The /mcp ASGI app and the SDK server behind it; `run()` belongs in the lifespan."""
 
@@ -107,18 +125,8 @@ class McpEndpoint:
         async def call_tool(_ctx: Any, params: types.CallToolRequestParams
                             ) -> types.CallToolResult:
             session = self.session()
-            try:
-                text, data = await anyio.to_thread.run_sync(
-                    tools.call_tool, session, params.name, params.arguments)
-            except ToolFailure as exc:
-                return types.CallToolResult(content=_text(exc.text),
-                                            structured_content=exc.data or None, is_error=True)
-            except Exception as exc:  # a defect must not end the request without an answer
-                return types.CallToolResult(
-                    content=_text(f"{params.name} failed inside the gateway: "
-                                  f"{type(exc).__name__}"), is_error=True)
-            return types.CallToolResult(content=_text(text),
-                                        structured_content=json.loads(json.dumps(data)))
+            return await anyio.to_thread.run_sync(tool_result, session, params.name,
+                                                  params.arguments)
 
         async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
             return types.ListResourcesResult(resources=[
