@@ -66,6 +66,10 @@ def title_slug(name: str, content: str | None) -> str:
     title = None if title == gist.UNTITLED else title
     stem = name[:-3] if name.endswith(".md") else name
     stem = _STEM_STAMP_RE.sub("", stem) or stem
+    # Redacted before slugging: a lower-cased, dashed token is no longer a shape the redactor
+    # knows, and the slug becomes a KB path, a record's source and front matter.
+    title = redact(title) if title else None
+    stem = redacted_name(stem)
     for candidate in (title, stem):
         slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
         if slug:
