@@ -272,6 +272,8 @@ class Pipeline:
             current = read_text(notes_path)
             if current is not None and notesfile.contains_entry(current, batch.id):
                 return
+            if batch.mode is not None and self._in_history(batch.id):
+                return  # a redo: later batches' bounding already moved this digest out
             text = notesfile.append_section(current, notesfile.render_section(digest, batch.id))
             kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
             self._step("notes")
@@ -283,6 +285,12 @@ class Pipeline:
                     atomic_write_text(history, notesfile.append_history(read_text(history),
                                                                         moved))
             atomic_write_text(notes_path, kept)
+
+    def _in_history(self, batch_id: str) -> bool:
+        history = self.app.home.notes_history
+        with lock_for(history):
+            text = read_text(history)
+        return text is not None and notesfile.contains_entry(text, batch_id)
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
         agents = self.app.config.agents
