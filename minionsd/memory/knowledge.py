@@ -99,17 +99,28 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
 
 def insert_record(conn: sqlite3.Connection, rel: str, text: str, fields: dict[str, Any],
                   now: datetime) -> str:
-    record_id, _ = records.upsert_by_hash(conn, fields, f"kb:{rel}", now)
+    record_id, _ = records.upsert_by_hash(conn, fields, kb_index.fresh_hash(conn, rel), now)
     kb_index.link_file(conn, rel, sha256(text), record_id, now)
     return record_id
+
+
+def is_own_file(home: Home, path: Path) -> bool:
+    """True for a regular file (not a symlink) that really lies inside the home: no symlink
+    on the way (a linked category directory) leads out of it (SPEC §2)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    root = os.path.realpath(home.root)
+    return os.path.realpath(path).startswith(root + os.sep)
 
 
 def entry_paths(home: Home, category: str | None = None) -> list[Path]:
     categories = [category] if category else list(KB_CATEGORIES)
     paths = []
+    root = os.path.realpath(home.root) + os.sep
     for cat in categories:
         directory = home.category_dir(cat)
-        if directory.is_dir():
+        if directory.is_dir() and not directory.is_symlink() \
+                and os.path.realpath(directory).startswith(root):
             paths += [directory / e.name for e in os.scandir(directory)
                       if e.name.endswith(".md") and not e.name.startswith(".")
                       and e.is_file(follow_symlinks=False)]
