@@ -152,6 +152,11 @@ def _trim_notebook(app: App, path: Path, max_entries: int) -> int:
         return len(removed)
 
 
+def _archived_at(entry: os.DirEntry[str]) -> float:
+    info = entry.stat(follow_symlinks=False)
+    return max(info.st_mtime, info.st_ctime)
+
+
 def _bound_archive(app: App) -> int:
     """Delete the oldest archived notes beyond engine.archive_max_files (history excluded)."""
     limit = app.config["engine.archive_max_files"]
@@ -162,7 +167,10 @@ def _bound_archive(app: App) -> int:
              and e.name != app.home.notes_history.name and not e.name.startswith(".")]
     if len(files) <= limit:
         return 0
-    files.sort(key=lambda e: (e.stat().st_mtime, e.name))
+    # Oldest archived first (SPEC §3.7): archiving stamps a note's mtime, and a rename or the
+    # owner-only chmod stamps its ctime, so a note that waited long in the inbox (or was
+    # archived before mtimes were stamped) is not taken for an old one.
+    files.sort(key=lambda e: (_archived_at(e), e.name))
     doomed = files[: len(files) - limit]
     for entry in doomed:
         os.unlink(entry.path)

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from minionsd.client import RpcError
-from tests.integration.test_consolidation import home_with
+from tests.integration.test_consolidation import drop, home_with
 
 
 def test_a_failing_batch_appends_its_digest_once(make_daemon, short_home):
@@ -50,3 +50,21 @@ def test_a_huge_retraction_reason_is_stored_cut_and_redacted(daemon):
     assert got["status"] == "retracted"
     assert got["retracted_reason"] == "x" * 980 + " [REDACTED:github_token] "[:20]
     assert daemon.call("status")["records"]
+
+
+def test_archive_retention_keeps_the_note_archived_last(make_daemon, short_home):
+    home = home_with(short_home, "auto_consolidate_memory = false\narchive_max_files = 1\n")
+    daemon = make_daemon()
+    daemon.call("inbox.submit", author="ripley", title="Fig first",
+                body="The fig note archived first.")
+    daemon.call("consolidation.run", force=True)
+    # Held in the inbox for a month, then archived: the newest archive, with the oldest mtime.
+    inbox = home / "notes" / "inbox"
+    drop(inbox, "ripley-fig-held.md", "# Fig held\n\nThe fig note held for a month.\n",
+         age_s=30 * 86400)
+    daemon.call("consolidation.run", force=True)
+    report = daemon.call("maintenance.run", job="retention")["report"]
+    assert report["archive_deleted"] == 1
+    (kept,) = [p.name for p in (home / "notes" / "archive").iterdir()
+               if p.name != "notes-history.md"]
+    assert "fig-held" in kept

@@ -149,6 +149,7 @@ class Filing:
         if current is not None and current.decode("utf-8", "replace") == note.content:
             os.rename(source, target)
             os.chmod(target, 0o600)
+            os.utime(target)  # retention counts from here, not from when the note was written
         else:
             # The inbox file vanished or was rewritten since the batch began: archive what
             # the batch processed; a rewritten file stays in the inbox as a new note.
