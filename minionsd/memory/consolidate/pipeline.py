@@ -287,9 +287,7 @@ class Pipeline:
             atomic_write_text(notes_path, kept)
 
     def _in_history(self, batch_id: str) -> bool:
-        history = self.app.home.notes_history
-        with lock_for(history):
-            text = read_text(history)
+        text = read_text(self.app.home.notes_history)  # replaced atomically: no lock needed
         return text is not None and notesfile.contains_entry(text, batch_id)
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
