@@ -47,7 +47,7 @@ def _soft_delete(app: App, path: Path, reason: str, now: datetime) -> str:
     while target.exists():
         target = swept / f"{path.stem}-{counter}{path.suffix}"
         counter += 1
-    text = path.read_text(encoding="utf-8")
+    text = knowledge.read_entry_text(path, app.file_warnings) or ""
     create_new_text(target, f"<!-- swept: {iso(now)} | reason: {reason} -->\n{text}")
     path.unlink()
     app.db.write_blocking(kb_index.forget_file, app.home.rel(path), f"swept: {reason}", now)
@@ -63,10 +63,11 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+def _read_entry(app: App, path: Path) -> tuple[dict[str, Any], str, str] | None:
+    """(front matter, body, text) of an entry; None when it cannot be opened. Never through
+    a symlink; bytes that are not UTF-8 are read as U+FFFD, with a warning (SPEC §2)."""
+    text = knowledge.read_entry_text(path, app.file_warnings)
+    if text is None:
         return None
     try:
         meta, body = parse_note(text)
@@ -96,13 +97,14 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
         if not knowledge.is_own_file(app.home, path):
             # A symlink (to anywhere) is never followed, as the sweep never follows one: the
             # path counts as gone, so a record it fed before stops being fed.
+            app.file_warnings.forget(path)
             known = app.db.read_blocking(kb_index.known_files)
             if rel not in known:
                 return "unchanged"
             app.db.write_blocking(kb_index.forget_file, rel,
                                   "file deleted from the knowledge base", now)
             return "removed"
-        parsed = _read_entry(path)
+        parsed = _read_entry(app, path)
         if parsed is None:
             return "unreadable"
         meta, _body, text = parsed
@@ -131,7 +133,7 @@ def _kb_sweep(app: App, now: datetime) -> Report:
             log.warning("jobs.kb_unreadable", path=shown, reason="file name is not valid UTF-8")
             report["unreadable"].append(shown)
             continue
-        parsed = _read_entry(path)
+        parsed = _read_entry(app, path)
         if parsed is None:
             report["unreadable"].append(app.home.rel(path))
             continue
