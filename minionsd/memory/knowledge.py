@@ -99,7 +99,13 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
 
 def insert_record(conn: sqlite3.Connection, rel: str, text: str, fields: dict[str, Any],
                   now: datetime) -> str:
-    record_id, _ = records.upsert_by_hash(conn, fields, kb_index.fresh_hash(conn, rel), now)
+    """The record of a file SQL has no link for: a new one, or the active record that still
+    holds the path's content hash (its file was deleted and is back before the watcher saw
+    the deletion), which then takes this text."""
+    record_id, created = records.upsert_by_hash(conn, fields, kb_index.fresh_hash(conn, rel),
+                                                now)
+    if not created and kb_index.record_body(conn, record_id) != fields["body"]:
+        records.update_content(conn, record_id, fields["title"], fields["body"], now)
     kb_index.link_file(conn, rel, sha256(text), record_id, now)
     return record_id
 

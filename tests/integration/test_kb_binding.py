@@ -93,6 +93,7 @@ def test_a_path_that_comes_back_gets_a_new_active_record(daemon):
 
 
 def test_concurrent_creates_with_one_title_each_get_their_own_path(daemon):
+    """Rounds on one day: each round's files are deleted before the next reuses the names."""
     for round_ in range(3):
         results: dict[int, dict] = {}
 
@@ -112,6 +113,12 @@ def test_concurrent_creates_with_one_title_each_get_their_own_path(daemon):
             assert body in (daemon.home / result["path"]).read_text()
             record = daemon.call("memory.get", id=result["record_id"])
             assert body in record["body"] and record["source"] == result["path"]
+            assert record["status"] == "active"
+        for result in results.values():
+            (daemon.home / result["path"]).unlink()
+        wait_for(lambda: all(daemon.call("memory.get", id=r["record_id"])["status"]
+                             == "retracted" for r in results.values()),
+                 what="the deleted entries' records retracted")
 
 
 def test_jobs_beside_a_batch_make_no_second_records(make_daemon, short_home):
