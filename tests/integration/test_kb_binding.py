@@ -116,8 +116,9 @@ def test_concurrent_creates_with_one_title_each_get_their_own_path(daemon):
             assert record["status"] == "active"
         for result in results.values():
             (daemon.home / result["path"]).unlink()
-        wait_for(lambda: all(daemon.call("memory.get", id=r["record_id"])["status"]
-                             == "retracted" for r in results.values()),
+        ids = [r["record_id"] for r in results.values()]
+        wait_for(lambda ids=ids: all(daemon.call("memory.get", id=i)["status"] == "retracted"
+                                     for i in ids),
                  what="the deleted entries' records retracted")
 
 
