@@ -189,7 +189,7 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None) -> 
                             param="path")
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"no knowledge entry at {rel}", path=rel)
-    text = read_entry_text(path, warnings)
+    text = read_entry_text(path, warnings) if is_own_file(home, path) else None
     if text is None:
         raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
                             "symlink is never followed)", param="path")

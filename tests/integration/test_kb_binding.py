@@ -12,8 +12,10 @@ import os
 import re
 import threading
 
+import pytest
 from filelock import FileLock
 
+from minionsd.client import RpcError
 from tests.conftest import wait_for
 from tests.integration.test_consolidation import home_with
 
@@ -174,3 +176,19 @@ def test_an_edit_of_a_purged_records_entry_reaches_sql(make_daemon, short_home):
                                                "reads its token from the vault"))
     wait_for(lambda: any("vault" in r["body"] for r in _records(daemon, "loquat")),
              what="the edited entry's new record")
+
+
+def test_knowledge_get_and_list_never_follow_a_symlink(daemon, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "plan.md").write_text("# Plan\n\nThe kumquat launch date.\n")
+    os.symlink(outside / "plan.md", daemon.home / "knowledge" / "reviews" / "plan.md")
+    (daemon.home / "knowledge" / "architecture").rmdir()
+    os.symlink(outside, daemon.home / "knowledge" / "architecture")
+    for path in ("knowledge/reviews/plan.md", "knowledge/architecture/plan.md"):
+        with pytest.raises(RpcError) as err:
+            daemon.call("knowledge.get", path=path)
+        assert err.value.code == -32602
+        assert "symlink" in err.value.detail or "escapes the home" in err.value.detail
+    assert daemon.call("knowledge.list")["entries"] == []
+    assert daemon.call("maintenance.run", job="kb_sweep")["report"]["imported"] == 0
