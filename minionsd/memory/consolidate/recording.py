@@ -52,7 +52,8 @@ class Recording:
                     self.app.db.read_blocking(journal.load, batch.id).notes}
         notes = {n.name: dataclasses.replace(n, kb_path=kb_paths.get(n.name))
                  for n in batch.notes}
-        digests = {name: Filing.entry_digest(batch, note) for name, note in notes.items()}
+        digests = {name: Filing.entry_digest(batch, note) for name, note in notes.items()
+                   if note.kb_path and (self.app.home.root / note.kb_path).is_file()}
         self._step("sql")
 
         def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
