@@ -96,3 +96,19 @@ def test_a_token_in_a_task_is_not_stored_as_a_term(daemon):
     assert len(rows) == 2 and all("kumquat" in row["terms"] for row in rows)
     assert not _leaks(json.dumps(rows)) and not _leaks(_db_dump(daemon.home))
     assert not any("redacted" in row["terms"] for row in rows)
+
+
+def test_a_token_between_dashes_in_a_dropped_files_name_is_redacted(make_daemon, short_home):
+    home = home_with(short_home, "auto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    drop(home / "notes" / "inbox", f"dallas-{AWS_KEY_ID}-keys.md",
+         "The kumquat runner keys were rotated.\n", age_s=5)
+    result = daemon.call("consolidation.run", force=True)
+    assert result["notes"] == 1 and not _leaks(json.dumps(result))
+    names = "\n".join(str(p.relative_to(home)) for p in home.rglob("*"))
+    texts = {str(p.relative_to(home)): p.read_text() for p in home.rglob("*.md")
+             if p.is_file()}
+    assert not _leaks(names) and "redacted-aws_access_key_id-keys" in names
+    for rel, text in texts.items():
+        assert not _leaks(text), rel
+    assert not _leaks(json.dumps(daemon.call("memory.search", query="kumquat runner")))
