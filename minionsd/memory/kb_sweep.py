@@ -145,10 +145,10 @@ def _kb_sweep(app: App, now: datetime) -> Report:
     for path, meta, _body, text in survivors:
         _import_entry(app, path, meta, text, now, report)
     on_disk = {app.home.rel(p) for p, *_ in survivors}
-    report["missing_files"] = sorted(rel for rel in known if rel not in on_disk)
+    report["missing_files"] = sorted(rel for rel in known
+                                     if rel not in on_disk and rel not in busy)
     report["pinned_skipped"] = sum(1 for _, meta, _, _ in survivors if meta.get("pinned") is True)
     report["swept_pruned"] = prune_swept(app, now)
-    report["missing_files"] = [rel for rel in report["missing_files"] if rel not in busy]
     return report
 
 
