@@ -147,6 +147,12 @@ def test_jobs_beside_a_batch_make_no_second_records(make_daemon, short_home):
         entries = home / "knowledge" / "project-notes"
         wait_for(lambda: entries.is_dir() and len(list(entries.glob("*.md"))) == 6,
                  what="the batch's KB entries")
+        # Edited by hand while its batch is still open: the watcher leaves it to the batch,
+        # then looks again, so the edit reaches SQL once the batch is done.
+        edited = sorted(entries.glob("*.md"))[0]
+        edited.write_text(edited.read_text() + "\nEdited by hand: quokka gates.\n")
+        wait_for(lambda: "kb_watch.deferred" in daemon.log() and edited.name in daemon.log(),
+                 what="the watcher leaving the edited entry to the batch")
         sweep = _sweep(daemon)
         reindex = daemon.call("maintenance.run", job="reindex")["report"]
         assert sweep["imported"] == 0 and reindex["kb_imported"] == 0
@@ -157,6 +163,8 @@ def test_jobs_beside_a_batch_make_no_second_records(make_daemon, short_home):
         daemon.call("consolidation.run", force=True)  # the redo finishes the open batch
     else:
         assert outcome[0]["records_upserted"] == 6
+    wait_for(lambda: daemon.call("memory.search", query="quokka gates")["total"] == 1,
+             what="the hand edit made during the batch in SQL")
     assert _sweep(daemon)["imported"] == 0
     assert len(_records(daemon, "medlar")) == 6
     assert daemon.call("status")["records"]["active"] == 6
