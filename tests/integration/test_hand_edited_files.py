@@ -11,6 +11,7 @@ import json
 import os
 
 from tests.integration.test_consolidation import home_with
+from tests.integration.test_hooks import hook, start_payload
 
 BAD = b"caf\xe9 \xff\xfe bytes from a latin-1 editor\n"
 FILES = {
@@ -31,6 +32,9 @@ def test_bytes_that_are_not_utf8_fail_nothing_and_are_reported(make_daemon, shor
     prompt = daemon.call("prompt.assemble", task={"id": "W-1", "title": "quince tests"},
                          agent="dallas")["text"]
     assert "Always run the quince tests. caf\ufffd" in prompt
+    # The session-start hook (a real `minionsctl hook`) still prints the pinned context.
+    started = hook("claude-code", "session-start", stdin=start_payload(), home=home)
+    assert started.returncode == 0 and "Always run the quince tests." in started.stdout
     daemon.call("inbox.submit", author="dallas", title="Quince batch",
                 body="The quince batch still runs.")
     assert daemon.call("consolidation.run", force=True)["notes"] == 1
