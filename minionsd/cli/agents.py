@@ -57,6 +57,8 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         return mcp_server.run(session)
+    except SystemExit as stop:  # SIGINT or SIGTERM: 128 + its number
+        return stop.code if isinstance(stop.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return EXIT_OK
 
