@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
-from minionsd.text.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME, fence
 
 CALL_TIMEOUT_S = 30.0
 
@@ -97,8 +97,10 @@ class Session:
             raise self.unreachable("connection refused: the daemon is not running" if refused
                                    else "no socket file there") from None
         except RpcError as exc:
-            detail = exc.detail or exc.message
-            raise ToolFailure(f"minionsd refused {method}: {detail}",
+            # The daemon's detail may quote stored text (`already retracted (<reason>)`): it
+            # is shown fenced, like any recalled text.
+            detail = fence(str(exc.detail or exc.message), f"daemon-error:{method}")
+            raise ToolFailure(f"minionsd refused {method}:\n{detail}",
                               {"error": {"kind": "daemon_error", "method": method,
                                          "code": exc.code, "message": exc.message,
                                          "data": exc.data}}) from None
