@@ -163,8 +163,8 @@ def test_initialize_says_nothing_of_a_running_daemon(lines, daemon):
     assert "not running" not in result["instructions"]
 
 
-def test_a_hung_daemon_holds_up_neither_ping_nor_the_session(lines, hung_socket):
-    client = lines("--socket", str(hung_socket))
+def test_a_hung_daemon_holds_up_neither_ping_nor_the_session(lines, request):
+    client = lines("--socket", str(request.getfixturevalue("hung_socket")))
     client.initialize()
     client.send({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
                  "params": {"name": "memory_search", "arguments": {"query": "x"}}})
