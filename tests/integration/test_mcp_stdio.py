@@ -173,12 +173,19 @@ def test_a_hung_daemon_holds_up_neither_ping_nor_the_session(lines, request):
     client.kill()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_stops_the_server(lines, sig):
+def test_sigint_stops_the_server(lines):
     client = lines()
     client.initialize()
-    client.proc.send_signal(sig)
-    assert client.proc.wait(timeout=20) == 128 + sig
+    client.proc.send_signal(signal.SIGINT)  # Ctrl-C where someone runs it by hand
+    assert client.proc.wait(timeout=20) == 130
+    client.close()
+
+
+def test_sigterm_stops_the_server(lines):
+    client = lines()
+    client.initialize()
+    client.proc.send_signal(signal.SIGTERM)
+    assert client.proc.wait(timeout=20) in (143, -signal.SIGTERM)
     client.close()
 
 
