@@ -37,7 +37,10 @@ class StdioServer:
         self._workers: list[threading.Thread] = []
 
     def send(self, reply: dict[str, Any] | list[dict[str, Any]]) -> None:
-        line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            line = json.dumps(reply, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate somewhere: escape it instead
+            line = json.dumps(reply, separators=(",", ":")).encode("ascii")
         with self._write_lock:
             try:
                 self.stdout.write(line + b"\n")
@@ -51,6 +54,7 @@ class StdioServer:
             self.send(reply)
 
     def _dispatch(self, message: Any) -> None:
+        self.connection.claim_era(message)
         if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
             params = message.get("params")
             if isinstance(params, dict) and "requestId" in params:

@@ -131,6 +131,18 @@ class Connection:
             return error_reply(message["id"], exc.code, exc.message, exc.data)
         return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
+    def claim_era(self, message: Any) -> None:
+        """Fix the connection's era from its first request (the stdio loop calls this before
+        it hands a request to a thread, so the era never depends on which thread runs first)."""
+        if self.era is not None or not isinstance(message, dict) or "id" not in message:
+            return
+        method, params = message.get("method"), message.get("params")
+        if not isinstance(method, str):
+            return
+        modern = (isinstance(params, dict) and isinstance(params.get("_meta"), dict)
+                  and VERSION_KEY in params["_meta"])
+        self.era = "modern" if modern and method != "initialize" else "handshake"
+
     def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         modern = isinstance(params.get("_meta"), dict) and VERSION_KEY in params["_meta"]
         if self.era is None:

@@ -101,3 +101,35 @@ def test_notifications_and_replies_get_no_answer(tmp_path):
     assert conn.handle({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
     assert conn.handle({"jsonrpc": "2.0", "id": 9, "result": {}}) is None
     assert conn.handle({"jsonrpc": "1.0", "id": 3, "method": "ping"})["error"]["code"] == -32600
+
+
+def test_a_reply_with_a_lone_surrogate_is_still_one_valid_line(tmp_path):
+    import io
+    import json
+
+    from minionsd.agents.mcp_server import StdioServer
+
+    out = io.BytesIO()
+    server = StdioServer(Session.create(str(tmp_path), None, "agent", None), io.BytesIO(), out)
+    server.send({"jsonrpc": "2.0", "id": 1, "result": {"text": "a\ud800b é"}})
+    line = out.getvalue()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line)["result"]["text"] == "a\ud800b é"
+
+
+def test_the_stdio_loop_answers_lines_in_order_and_ends_at_eof(tmp_path):
+    import io
+    import json
+
+    from minionsd.agents.mcp_server import StdioServer
+
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    stdin = io.BytesIO(b"".join(json.dumps(m).encode() + b"\n" for m in lines) + b"\n{bad\n")
+    out = io.BytesIO()
+    StdioServer(Session.create(str(tmp_path), None, "agent", None), stdin, out).serve()
+    replies = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r.get("id") for r in replies] == [1, 2, None]
+    assert replies[2]["error"]["code"] == -32700
