@@ -72,7 +72,7 @@ class Session:
         """Why the daemon cannot be reached, in a sentence, or None when something listens on
         its socket (connecting only: a busy daemon is not reported as down)."""
         probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
-        probe.settimeout(0.5)
+        probe.settimeout(0.1)
         try:
             probe.connect(str(self.socket))
         except FileNotFoundError:
