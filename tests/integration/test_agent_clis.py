@@ -155,10 +155,12 @@ def test_codex_headless_session(clis, memory, tmp_path):
     env = base_env(user_home) | {"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "sk-fake"}
     with FakeModelApi(wanted(ids)) as fake:
         # The provider first (root keys come before tables in TOML); connect appends its table.
+        # No update check and no analytics: nothing leaves loopback.
         (codex_home / "config.toml").write_text(
-            'model = "fake-model"\nmodel_provider = "fake"\n\n[model_providers.fake]\n'
-            f'name = "fake"\nbase_url = "{fake.url}/v1"\nenv_key = "FAKE_MODEL_KEY"\n'
-            'wire_api = "responses"\n')
+            'model = "fake-model"\nmodel_provider = "fake"\n'
+            "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n"
+            f'[model_providers.fake]\nname = "fake"\nbase_url = "{fake.url}/v1"\n'
+            'env_key = "FAKE_MODEL_KEY"\nwire_api = "responses"\n')
         connect(daemon, "codex", env)
         done = subprocess.run([str(clis / "codex"), "exec", "--skip-git-repo-check", PROMPT],
                               capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
