@@ -92,6 +92,9 @@ class Connection:
     session: Session
     # Says, at initialize or discover time, why the daemon cannot be reached (None: it can).
     daemon_problem: Callable[[], str | None] = lambda: None
+    # A transport with no connection to remember (stateless HTTP, one message per request):
+    # handshake-era requests are served without a prior initialize on the same object.
+    stateless: bool = False
     era: str | None = None
     version: str | None = None
     initialized: bool = False
@@ -160,7 +163,7 @@ class Connection:
         route = self._routes.get(method)
         if route is None:
             raise ProtocolError(METHOD_NOT_FOUND, "Method not found", method)
-        if self.version is None:
+        if self.version is None and not self.stateless:
             raise ProtocolError(INVALID_PARAMS, f"{method} before initialize: send initialize "
                                 "first")
         return route(params)

@@ -133,3 +133,9 @@ def test_the_stdio_loop_answers_lines_in_order_and_ends_at_eof(tmp_path):
     replies = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [r.get("id") for r in replies] == [1, 2, None]
     assert replies[2]["error"]["code"] == -32700
+
+
+def test_a_stateless_connection_serves_without_initialize(tmp_path):
+    conn = Connection(Session.create(str(tmp_path), None, "agent", None), stateless=True)
+    assert len(ask(conn, "tools/list")["result"]["tools"]) == 9
+    assert ask(connection(tmp_path), "tools/list")["error"]["code"] == -32602
