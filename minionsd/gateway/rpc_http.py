@@ -143,6 +143,9 @@ class RpcEndpoint:
         except (ValueError, UnicodeDecodeError) as exc:
             return JSONResponse(_error(None, -32700, "Parse error",
                                        f"the body is not valid UTF-8 JSON: {exc}")), "-"
+        except RecursionError:
+            return JSONResponse(_error(None, -32600, "Invalid Request",
+                                       "the body is nested too deeply")), "-"
         batch = isinstance(decoded, list)
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"

@@ -130,6 +130,8 @@ def test_batches_and_notifications(env):
     assert (status, body) == (204, None)
     status, _, body = env.gateway.rpc(env.read, b"{not json")
     assert status == 200 and body["error"]["code"] == -32700
+    status, _, body = env.gateway.rpc(env.read, b"[" * 200_000 + b"]" * 200_000)
+    assert status == 200 and body["error"]["code"] == -32600
 
 
 # --- identity ------------------------------------------------------------------------------
