@@ -298,8 +298,11 @@ def test_healthz_and_metrics(env):
 def test_tokens_never_reach_a_log_and_the_gateway_opens_no_database(env):
     call_rpc(env.gateway, env.write, "inbox.submit", body="log check")
     env.gateway.rpc("mnt_" + "B" * 43, rpc("status"))
-    used = {t["name"]: t["last_used"] for t in env.daemon.call("token.list")["tokens"]}
-    assert used["writer"] is not None and used["admin"] is not None  # token list shows use
+    def last_used() -> str | None:  # the daemon notes a use without waiting for the write
+        rows = env.daemon.call("token.list")["tokens"]
+        return next(t["last_used"] for t in rows if t["name"] == "writer")
+
+    wait_for(last_used, what="token list to show the writer token's last use")
     logs = env.gateway.log() + env.daemon.log()
     for token in (env.read, env.write, env.admin, env.bound, "mnt_" + "B" * 43):
         assert token not in logs
