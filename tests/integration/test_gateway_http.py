@@ -290,6 +290,7 @@ def test_healthz_and_metrics(env):
     status, _, body = _get(env.gateway, "/healthz", None)
     assert (status, body) == (200, {"ok": True})
     call_rpc(env.gateway, env.read, "status")
+    env.gateway.rpc(env.read, rpc("status"), {"Host": "evil.example"})  # a refusal to count
     status, headers, text = _get(env.gateway, "/metrics", env.read, raw=True)
     assert status == 200 and headers["content-type"].startswith("text/plain")
     assert 'minions_gateway_requests_total{endpoint="rpc",method="status",status="200"}' in text
