@@ -139,10 +139,18 @@ def without_secrets(text: str) -> str:
     return _MARKER_RE.sub(" ", head[:space] if space > 0 else head)
 
 
+# At most this much of a task's text is redacted for its terms, however many fields it has.
+TASK_REDACT_BUDGET = 262_144
+
+
 def _all_terms(task: Mapping[str, Any]) -> Iterator[str]:
+    budget = TASK_REDACT_BUDGET
     for text, is_path in _field_texts(task):
         if not text:
             continue
+        if budget <= 0:
+            return
+        budget -= min(len(text), 8 * FIELD_HEAD_CHARS)
         text = without_secrets(text)
         if is_path:
             yield from _path_terms(text)
@@ -189,7 +197,7 @@ def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]
 def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
     """Synonyms of the task's words that are not among `own` (its terms), nor stop words, nor
     the plural or singular of one of them."""
-    text = " ".join(text for text, _is_path in _field_texts(task) if text)
+    text = " ".join(text[:FIELD_HEAD_CHARS] for text, _is_path in _field_texts(task) if text)
     taken = {_plural_key(term) for term in own}
     return [term for term in synonyms.expansions(synonyms.words(text))
             if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
