@@ -2,8 +2,9 @@
 
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
-    .venv/bin/python scripts/bench.py --quick --mcp     # every section at a tiny size
+    .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
+    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
@@ -40,8 +41,12 @@ script several times, or use --trials, and compare medians); --pin pins the daem
 and this process to CPU 0.
 
 --quick runs every section at a tiny size (200 records, a few samples, one watch round): the
-test suite runs it with --mcp as a smoke test (tests/integration/test_bench_smoke.py). Its
-figures say nothing about performance; options given with it override its sizes.
+test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py).
+Its figures say nothing about performance; options given with it override its sizes.
+
+With --gateway, section 5 also times both methods through the HTTP gateway's /rpc and
+memory_context through its /mcp beside the socket, interleaved, and prints the gateway's RSS
+(bench_gateway.py).
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
 bench_retrieval.py (5), bench_common.py (the daemon, which is tests/harness.py's DaemonProcess,
@@ -154,6 +159,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temp homes")
     parser.add_argument("--mcp", action="store_true",
                         help="also time memory_context through minionsctl mcp (retrieval)")
+    parser.add_argument("--gateway", action="store_true",
+                        help="also time memory.retrieve / prompt.assemble through the HTTP "
+                             "gateway's /rpc and memory_context through /mcp (retrieval)")
     args = parser.parse_args(argv)
     if args.quick:
         parser.set_defaults(**QUICK)
