@@ -61,8 +61,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def query_holds_token(query: str) -> bool:
     if "mnt_" in query:
         return True
-    return any(key.lower() in _TOKEN_PARAMS for key, _ in parse_qsl(query,
-                                                                     keep_blank_values=True))
+    # Keys and values as the server decodes them: `%6Dnt_...` is a token too.
+    return any(key.lower() in _TOKEN_PARAMS or "mnt_" in key or "mnt_" in value
+               for key, value in parse_qsl(query, keep_blank_values=True))
 
 
 class Guard:

@@ -145,9 +145,17 @@ def test_hosts_and_origins():
     assert host_only("Mem.Example.com:443") == "mem.example.com"
 
 
+@pytest.mark.parametrize("host", ["localhost:80@evil.example", "localhost:evil",
+                                  "[::1]evil", "[::1]:x", "localhost.", "127.0.0.1:"])
+def test_a_host_with_anything_but_a_port_after_it_is_not_accepted(host):
+    accepted = _settings().accepted_hosts()
+    assert host_only(host) not in accepted
+
+
 @pytest.mark.parametrize(("query", "refused"), [
     ("access_token=abc", True), ("token=abc", True), ("x=mnt_abc", True),
-    ("project=payments", False), ("", False)])
+    ("project=payments", False), ("", False), ("q=%6Dnt_abc", True), ("x=mnt%5Fabc", True),
+    ("%6Dnt_abc=1", True)])
 def test_query_string_tokens(query, refused):
     assert query_holds_token(query) is refused
 
