@@ -140,7 +140,7 @@ def web_routes(ctx: GatewayContext) -> list[BaseRoute]:
 def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> Starlette:
     ctx = ctx or build_context(settings)
     mcp = McpEndpoint(GatewayCaller(ctx.link))
-    rpc = RpcEndpoint(ctx.auth, ctx.link, ctx.metrics)
+    rpc = RpcEndpoint(ctx.auth, ctx.link, ctx.metrics, ctx.settings.max_request_bytes)
     mcp_route = McpRoute(ctx, mcp)
 
     health = HealthCache(ctx)

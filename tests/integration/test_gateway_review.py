@@ -135,3 +135,17 @@ def test_get_mcp_is_405_at_once_rather_than_a_stream_held_open(env):
     assert json.loads(body)["error"]["reason"] == "method"
     status, _, _ = _raw(env.gateway, "GET", "/mcp", None, headers={"Accept": "text/event-stream"})
     assert status == 401
+
+
+def test_a_batch_the_daemon_refuses_as_a_whole_answers_every_request_under_its_id(env):
+    # Under server.max_request_bytes as sent, over it once the gateway has filled in each
+    # request's params: the daemon answers the line with one error, which every request gets.
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "pinned.get"} for i in range(20_000)]
+    body = json.dumps(batch, separators=(",", ":")).encode()
+    assert 1_000_000 < len(body) < 1_048_576
+    status, _, raw = _raw(env.gateway, "POST", "/rpc", env.write, body)
+    replies = json.loads(raw)
+    assert status == 200, replies
+    assert [r["id"] for r in replies] == list(range(20_000))
+    assert {r["error"]["code"] for r in replies} == {-32600}
+    assert "max_request_bytes" in replies[-1]["error"]["data"]["detail"]
