@@ -149,3 +149,21 @@ def test_a_batch_the_daemon_refuses_as_a_whole_answers_every_request_under_its_i
     assert [r["id"] for r in replies] == list(range(20_000))
     assert {r["error"]["code"] for r in replies} == {-32600}
     assert "max_request_bytes" in replies[-1]["error"]["data"]["detail"]
+
+
+def test_a_second_origin_header_is_checked_too(env):
+    origin = f"http://127.0.0.1:{env.gateway.port}"
+    connection = http.client.HTTPConnection("127.0.0.1", env.gateway.port, timeout=30)
+    try:
+        connection.putrequest("POST", "/rpc")
+        for name, value in (("Authorization", f"Bearer {env.write}"), ("Origin", origin),
+                            ("Origin", "https://evil.example"),
+                            ("Content-Type", "application/json"),
+                            ("Content-Length", str(len(STATUS)))):
+            connection.putheader(name, value)
+        connection.endheaders(STATUS)
+        response = connection.getresponse()
+        assert response.status == 403
+        assert json.loads(response.read())["error"]["reason"] == "origin"
+    finally:
+        connection.close()
