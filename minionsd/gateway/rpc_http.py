@@ -168,6 +168,13 @@ class RpcEndpoint:
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"
         messages = decoded if batch else [decoded]
+        if len(messages) > self.auth.limiter.burst:
+            return JSONResponse(_error(None, -32600, "Invalid Request", f"a batch of "
+                                       f"{len(messages)} requests is over the token's burst "
+                                       f"of {self.auth.limiter.burst:g} (gateway.rate_burst); "
+                                       "send fewer at once")), "batch"
+        if len(messages) > 1:
+            self.auth.charge(identity, len(messages) - 1)
         label = (messages[0].get("method") if not batch and isinstance(messages[0], dict)
                  else "batch")
         # Only known method names become metric labels: a client must not be able to grow

@@ -16,7 +16,7 @@ import pytest
 
 from minionsd.rpc.client import RpcError
 from tests.conftest import DaemonProcess
-from tests.gateway_harness import GatewayProcess, call_rpc, make_token
+from tests.gateway_harness import GatewayProcess, call_rpc, gateway_with, make_token
 
 
 class Env:
@@ -137,13 +137,38 @@ def test_get_mcp_is_405_at_once_rather_than_a_stream_held_open(env):
     assert status == 401
 
 
+def _batch(n: int) -> bytes:
+    return json.dumps([{"jsonrpc": "2.0", "id": i, "method": "pinned.get"} for i in range(n)],
+                      separators=(",", ":")).encode()
+
+
+def test_each_request_of_a_batch_counts_against_the_tokens_rate(env):
+    token = make_token(env.daemon, "batcher", "batch-bot", "read")
+    # gateway.rate_burst is 40: one body of 41 requests is refused, never sent to the daemon.
+    status, _, raw = _raw(env.gateway, "POST", "/rpc", token, _batch(41))
+    reply = json.loads(raw)
+    assert status == 200 and reply["error"]["code"] == -32600
+    assert "gateway.rate_burst" in reply["error"]["data"]["detail"]
+    token = make_token(env.daemon, "batcher-2", "batch-bot", "read")  # a full bucket
+    status, _, raw = _raw(env.gateway, "POST", "/rpc", token, _batch(40))
+    assert status == 200 and len(json.loads(raw)) == 40
+    # The burst is spent: the next batch waits for the rate like 40 single requests would.
+    status, headers, raw = _raw(env.gateway, "POST", "/rpc", token, _batch(30))
+    assert status == 429 and int(headers["retry-after"]) >= 1
+    assert json.loads(raw)["error"]["reason"] == "rate"
+
+
 def test_a_batch_the_daemon_refuses_as_a_whole_answers_every_request_under_its_id(env):
     # Under server.max_request_bytes as sent, over it once the gateway has filled in each
-    # request's params: the daemon answers the line with one error, which every request gets.
-    batch = [{"jsonrpc": "2.0", "id": i, "method": "pinned.get"} for i in range(20_000)]
-    body = json.dumps(batch, separators=(",", ":")).encode()
-    assert 1_000_000 < len(body) < 1_048_576
-    status, _, raw = _raw(env.gateway, "POST", "/rpc", env.write, body)
+    # request's params: the daemon would refuse the line and hang up (no "daemon went away"
+    # 503 for it); every request gets -32600 under its own id.
+    gateway = gateway_with(env.daemon, **{"gateway.rate_burst": 50_000})
+    try:
+        body = _batch(20_000)
+        assert 1_000_000 < len(body) < 1_048_576
+        status, _, raw = _raw(gateway, "POST", "/rpc", env.write, body)
+    finally:
+        gateway.stop()
     replies = json.loads(raw)
     assert status == 200, replies
     assert [r["id"] for r in replies] == list(range(20_000))

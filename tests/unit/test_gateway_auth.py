@@ -120,6 +120,16 @@ def test_the_rate_limiter_allows_the_burst_then_the_rate():
     assert limiter.take("a") == 0.0
 
 
+def test_a_costly_take_spends_all_or_nothing():
+    now = [0.0]
+    limiter = RateLimiter(per_s=2, burst=5, monotonic=lambda: now[0])
+    assert limiter.take("a", 4) == 0.0
+    assert limiter.take("a", 3) == pytest.approx(1.0)  # 1 left, 2 short at 2/s
+    assert limiter.take("a") == 0.0  # the refused take spent nothing
+    now[0] += 1.5
+    assert limiter.take("a", 3) == 0.0
+
+
 def _settings(**changes: Any) -> GatewaySettings:
     return GatewaySettings(**{"host": "127.0.0.1", "port": 8765, "socket": Path("/x.sock")}
                            | changes)
