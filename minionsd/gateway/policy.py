@@ -103,7 +103,9 @@ async def check_project(method: str, params: dict[str, Any], identity: Identity,
         if record is None:
             continue
         scope = str(record.get("scope") or "")
-        if scope.startswith("project:") and scope != own:
+        # Another project's record, by its scope or (an agent-scoped one) by its project.
+        elsewhere = record.get("project") not in (None, identity.project)
+        if (scope.startswith("project:") and scope != own) or elsewhere:
             raise Forbidden(f"no record with id {value!r} in project {identity.project}",
                             code=NOT_FOUND, id=value)
         if method in _CHANGES_ITS_ID and key == "id" and scope != own:

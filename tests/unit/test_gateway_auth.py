@@ -171,10 +171,14 @@ def test_query_string_tokens(query, refused):
 
 
 def test_a_project_bound_token_reaches_its_projects_records_only():
-    records = {"M-own": "project:payments", "M-other": "project:billing", "M-g": "global"}
+    records = {"M-own": "project:payments", "M-other": "project:billing", "M-g": "global",
+               "M-agent-billing": "agent:dallas@billing", "M-agent-own": "agent:dallas@payments"}
 
     async def fetch(record_id: str) -> dict[str, Any] | None:
-        return {"scope": records[record_id]} if record_id in records else None
+        if record_id not in records:
+            return None
+        scope, _, project = records[record_id].partition("@")
+        return {"scope": scope, "project": project or None}
 
     async def outcome(identity: Identity, method: str, **params: Any) -> int | None:
         try:
@@ -192,5 +196,9 @@ def test_a_project_bound_token_reaches_its_projects_records_only():
         assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-other") == -32001
         assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-g") is None
         assert await outcome(WRITE, "memory.retract", id="M-other", reason="x") is None
+        # A record of another project under an agent scope is that project's too.
+        assert await outcome(ADMIN, "memory.get", id="M-agent-billing") == -32001
+        assert await outcome(ADMIN, "memory.get", id="M-agent-own") is None
+        assert await outcome(ADMIN, "memory.pin", id="M-other") == -32001
 
     asyncio.run(main())
