@@ -22,6 +22,7 @@ from minionsd.gateway.identity import Identity, known
 from minionsd.gateway.metrics import GatewayMetrics
 from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable
+from minionsd.rpc.protocol import TooDeep, decode_line
 
 UNREACHABLE = -32000
 
@@ -157,13 +158,15 @@ class RpcEndpoint:
         identity = await self.auth.identify(request.headers, client=peer(request))
         body = await request.body()
         try:
-            decoded = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return JSONResponse(_error(None, -32700, "Parse error",
-                                       f"the body is not valid UTF-8 JSON: {exc}")), "-"
-        except RecursionError:
-            return JSONResponse(_error(None, -32600, "Invalid Request",
-                                       "the body is nested too deeply")), "-"
+            # Decoded as the daemon decodes a line: NaN, Infinity and a number too large for a
+            # float are not JSON (an id like 1e400 could not be answered), and nesting is
+            # bounded.
+            decoded = decode_line(body)
+        except TooDeep as exc:
+            return JSONResponse(_error(exc.request_id, -32600, "Invalid Request",
+                                       str(exc))), "-"
+        except ValueError as exc:
+            return JSONResponse(_error(None, -32700, "Parse error", str(exc))), "-"
         batch = isinstance(decoded, list)
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"

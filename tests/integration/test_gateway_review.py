@@ -192,3 +192,12 @@ def test_a_second_origin_header_is_checked_too(env):
         assert json.loads(response.read())["error"]["reason"] == "origin"
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("raw", [
+    b'[{"jsonrpc":"2.0","id":1e400,"method":"status"},{"jsonrpc":"2.0","id":2,"method":"status"}]',
+    b'[{"jsonrpc":"2.0","id":1e400,"method":"token.list"}]',
+    b'{"jsonrpc":"2.0","id":NaN,"method":"status"}'])
+def test_a_number_json_has_not_is_a_parse_error_never_a_500(env, raw):
+    status, _, body = _raw(env.gateway, "POST", "/rpc", env.write, raw)
+    assert status == 200 and json.loads(body)["error"]["code"] == -32700
