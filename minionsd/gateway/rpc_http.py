@@ -10,6 +10,7 @@ JSON-RPC error, so a client can tell "refused" from "unreachable".
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
@@ -22,7 +23,6 @@ from minionsd.gateway.identity import Identity, known
 from minionsd.gateway.metrics import GatewayMetrics
 from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable
-from minionsd.rpc.protocol import TooDeep, decode_line
 
 UNREACHABLE = -32000
 
@@ -30,6 +30,17 @@ UNREACHABLE = -32000
 def _error(request_id: Any, code: int, message: str, detail: str, **data: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id,
             "error": {"code": code, "message": message, "data": {"detail": detail, **data}}}
+
+
+def _not_json(literal: str) -> Any:
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"the number {literal[:40]} is too large")
+    return value
 
 
 def _envelope_problem(message: Any) -> str | None:
@@ -158,15 +169,15 @@ class RpcEndpoint:
         identity = await self.auth.identify(request.headers, client=peer(request))
         body = await request.body()
         try:
-            # Decoded as the daemon decodes a line: NaN, Infinity and a number too large for a
-            # float are not JSON (an id like 1e400 could not be answered), and nesting is
-            # bounded.
-            decoded = decode_line(body)
-        except TooDeep as exc:
-            return JSONResponse(_error(exc.request_id, -32600, "Invalid Request",
-                                       str(exc))), "-"
-        except ValueError as exc:
-            return JSONResponse(_error(None, -32700, "Parse error", str(exc))), "-"
+            # NaN, Infinity and a number too big for a float are not JSON (the daemon refuses
+            # them too): an id of 1e400 could not even be answered.
+            decoded = json.loads(body, parse_constant=_not_json, parse_float=_finite)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return JSONResponse(_error(None, -32700, "Parse error",
+                                       f"the body is not valid UTF-8 JSON: {exc}")), "-"
+        except RecursionError:
+            return JSONResponse(_error(None, -32600, "Invalid Request",
+                                       "the body is nested too deeply")), "-"
         batch = isinstance(decoded, list)
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"
