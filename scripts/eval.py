@@ -1,17 +1,19 @@
 """Retrieval evaluation: does memory.retrieve pick the records a senior engineer would want?
 
-    .venv/bin/python scripts/eval.py             # the whole labelled set (tests/eval/set.json)
-    .venv/bin/python scripts/eval.py --quick     # a 12-task slice (the smoke test runs this)
+    .venv/bin/python scripts/eval.py             # every labelled set in tests/eval/
+    .venv/bin/python scripts/eval.py --locomo ~/data/locomo10.json   # plus LoCoMo
+    .venv/bin/python scripts/eval.py --quick     # a 12-task slice of each set (the smoke test)
     .venv/bin/python scripts/eval.py --tasks     # plus one line per task
     .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
-    .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
+    .venv/bin/python scripts/eval.py --sweep     # the sets asked again at other cutoff ratios
     .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
-It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/harness.py),
-adds every record of the set through the socket with `memory.add` (keeping its created_at),
-applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks
-`memory.retrieve` for each task with its project and agent. Asserts nothing; prints, per
-difficulty and overall:
+For each labelled set (a JSON file in tests/eval/ with `records`, `tasks` and `groups`; see
+tests/eval/README.md) it starts a fresh daemon on a temp home (the test suite's DaemonProcess
+from tests/harness.py), adds every record through the socket with `memory.add` (keeping its
+created_at), applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`),
+then asks `memory.retrieve` for each task with its project and agent. Asserts nothing; prints,
+per difficulty and overall:
 
 * recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
   any member of it finds it);
@@ -24,18 +26,23 @@ difficulty and overall:
 * no_terms: tasks retrieval found no terms in.
 
 easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
-changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
-the main tasks.
+changes were chosen and never used to choose them (tests/eval/holdout.yaml). "no cutoff" is
+the main tasks asked again in the same daemon with engine.memory_retrieval_min_score_ratio = 0
+(`config.set`), so the cost of the cutoff is read off one run.
 
 `--without PART` (repeatable) starts the daemon with that part of retrieval switched off
 (scripts/eval_without/sitecustomize.py does it, in the daemon process only): synonyms, narrative
 (the narrative stop words), length (FTS5's length normalisation instead of retrieval's), boosts
 (all of them), or one boost: scope, trust, recency, path, importance (with confidence),
-coverage, pinned.
+coverage, pinned; cutoff (the rule that protects rare-term matches, leaving a plain ratio),
+restated (packing restatements once).
 
 The baseline in the same run is plain FTS5: `memory.search` over the task's text fields
 joined (OR of its words, bm25 with the same column weights, active records only), filtered by
 the same scope and trust rules client-side (so its violation count is comparable), first 8.
+
+`--locomo PATH` adds the public LoCoMo benchmark (scripts/eval_locomo.py says what is
+measured); without it the script says where to get the data and skips it.
 """
 
 from __future__ import annotations
@@ -54,12 +61,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "eval"))
+sys.path.insert(0, str(REPO / "scripts"))
 
 from build_set import eligible  # noqa: E402
 
 from tests.harness import DaemonProcess  # noqa: E402
 
-SET_PATH = REPO / "tests" / "eval" / "set.json"
+SETS_DIR = REPO / "tests" / "eval"
+NOT_SETS = frozenset()  # JSON files in SETS_DIR that are not labelled sets
+SET_NAMES = {"set": "main"}
 WITHOUT_DIR = REPO / "scripts" / "eval_without"
 TOP_K = 8
 QUICK_TASKS = 12
@@ -161,28 +171,95 @@ def by_difficulty(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     return groups | ({"held-out": held_out} if held_out else {})
 
 
-def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[str, str],
-                 scorer: Scorer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    keys = {v: k for k, v in ids.items()}
-    ours, base = [], []
-    with daemon.client(timeout=120) as client:
-        for item in items:
-            res = client.call("memory.retrieve", {"task": item["task"], "project": item["project"],
-                                                  "agent": item["agent"]})
-            picked = [keys[s["id"]] for s in res["selected"]]
-            row = scorer.score(item, picked) | {
-                "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
-                "split": item.get("split", "main"),
-                "scores": [s["score"] for s in res["selected"]],
-                "no_terms": res["fallback_reason"] == "no_terms"}
-            ours.append(row)
-            found = client.call("memory.search", {"query": task_text(item["task"]), "limit": 100})
-            plain = [keys[r["id"]] for r in found["records"]
-                     if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
-            base.append(scorer.score(item, plain[:TOP_K]) | {
-                "id": item["task"]["id"], "difficulty": item["difficulty"],
-                "picked": plain[:TOP_K], "split": item.get("split", "main")})
-    return ours, base
+RATIO_KEY = "engine.memory_retrieval_min_score_ratio"
+SWEEP = (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+
+
+def ask(client: Any, items: list[dict[str, Any]], keys: dict[str, str],
+        scorer: Scorer) -> list[dict[str, Any]]:
+    """memory.retrieve for every task, scored."""
+    rows = []
+    for item in items:
+        res = client.call("memory.retrieve", {"task": item["task"], "project": item["project"],
+                                              "agent": item["agent"]})
+        picked = [keys[s["id"]] for s in res["selected"]]
+        rows.append(scorer.score(item, picked) | {
+            "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
+            "split": item.get("split", "main"), "scores": [s["score"] for s in res["selected"]],
+            "no_terms": res["fallback_reason"] == "no_terms"})
+    return rows
+
+
+def baseline(client: Any, items: list[dict[str, Any]], keys: dict[str, str],
+             scorer: Scorer) -> list[dict[str, Any]]:
+    """Plain FTS5 (memory.search of the task's text), eligible records only, first 8."""
+    rows = []
+    for item in items:
+        found = client.call("memory.search", {"query": task_text(item["task"]), "limit": 100})
+        plain = [keys[r["id"]] for r in found["records"]
+                 if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
+        rows.append(scorer.score(item, plain[:TOP_K]) | {
+            "id": item["task"]["id"], "difficulty": item["difficulty"],
+            "picked": plain[:TOP_K], "split": item.get("split", "main")})
+    return rows
+
+
+def with_ratio(client: Any, ratio: float, run: Any) -> Any:
+    """`run()` with the cutoff ratio set to `ratio` in the daemon, then set back."""
+    before = client.call("config.get", {"key": RATIO_KEY})["value"]
+    client.call("config.set", {"key": RATIO_KEY, "value": ratio})
+    try:
+        return run()
+    finally:
+        client.call("config.set", {"key": RATIO_KEY, "value": before})
+
+
+def main_tasks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("split", "main") == "main"]
+
+
+def evaluate(name: str, path: Path, args: argparse.Namespace) -> None:
+    """One labelled set in its own daemon: load, ask, print."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    items = data["tasks"]
+    if args.quick:  # every n-th task, so both difficulties and several topics are in it
+        main = [t for t in items if t.get("split", "main") == "main"]
+        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
+    scorer = Scorer(data)
+    root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
+    daemon = DaemonProcess(root / "home", env=daemon_env(args.without))
+    sweep: list[tuple[float, dict[str, float]]] = []
+    try:
+        write_config(daemon.home, args.set)
+        daemon.start()
+        ids = load(daemon, data["records"])
+        keys = {v: k for k, v in ids.items()}
+        print(f"\n=== set {name} ({path.relative_to(REPO) if path.is_relative_to(REPO) else path})"
+              f": loaded {len(ids)} records; {len(items)} tasks"
+              + (f"; config {', '.join(args.set)}" if args.set else "")
+              + (f"; without {', '.join(args.without)}" if args.without else ""))
+        with daemon.client(timeout=120) as client:
+            ours = ask(client, items, keys, scorer)
+            uncut = with_ratio(client, 0.0, lambda: ask(client, items, keys, scorer))
+            base = baseline(client, items, keys, scorer)
+            for ratio in SWEEP if args.sweep else ():
+                rows = with_ratio(client, ratio, lambda r=ratio: ask(client, items, keys, scorer))
+                sweep.append((ratio, summarise(main_tasks(rows))))
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    print_table(f"memory.retrieve [{name}]",
+                by_difficulty(ours) | {"no cutoff": main_tasks(uncut)})
+    print_table(f"baseline [{name}]: memory.search (OR of the task's words, same eligibility), "
+                "top 8", by_difficulty(base))
+    if sweep:
+        print(f"\ncutoff sweep [{name}] (each ratio asked in the daemon; main tasks: "
+              "recall@8, MRR, precision@8, avg packed)")
+        for ratio, s in sweep:
+            print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  "
+                  f"{s['precision@8']:.3f}  {s['avg_selected']:.2f}")
+    if args.tasks:
+        print_tasks(ours, items, scorer)
 
 
 def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
@@ -203,35 +280,21 @@ def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer:
               + (f"  MISSING {' '.join(missing)}" if missing else ""))
 
 
-def print_sweep(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
-    """What a score cutoff would keep: packs cut at score < ratio x the best score."""
-    print("\ncutoff sweep (from these packs; ratio -> recall@8, MRR, precision@8, avg packed)")
-    pairs = [(row, item) for row, item in zip(rows, items, strict=True)
-             if item.get("split", "main") == "main"]
-    for ratio in (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
-        cut = []
-        for row, item in pairs:
-            best = row["scores"][0] if row["scores"] else 0.0
-            kept = [k for k, s in zip(row["picked"], row["scores"], strict=True)
-                    if s >= ratio * best]
-            cut.append(scorer.score(item, kept) | {"difficulty": item["difficulty"],
-                                                   "split": item.get("split", "main")})
-        s = summarise(cut)
-        print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  {s['precision@8']:.3f}  "
-              f"{s['avg_selected']:.2f}")
-
-
 def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"only {QUICK_TASKS} tasks")
     parser.add_argument("--tasks", action="store_true", help="print one line per task")
-    parser.add_argument("--sweep", action="store_true", help="print a score-cutoff sweep")
+    parser.add_argument("--sweep", action="store_true",
+                        help="ask the main tasks again at other cutoff ratios")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for the daemon (TOML value), e.g. "
                              "engine.memory_retrieval_min_score_ratio=0.3")
     parser.add_argument("--without", action="append", default=[], metavar="PART",
                         choices=_parts(), help="switch a part of retrieval off in the daemon")
-    parser.add_argument("--data", type=Path, default=SET_PATH)
+    parser.add_argument("--data", type=Path, action="append", default=[],
+                        help="a labelled set (repeatable; default: every set in tests/eval/)")
+    parser.add_argument("--locomo", type=Path, metavar="PATH",
+                        help="a local copy of LoCoMo (data/locomo10.json or locomo10.zip)")
     return parser.parse_args(list(argv) if argv is not None else None)
 
 
@@ -266,34 +329,49 @@ def write_config(home: Path, settings: list[str]) -> None:
         "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
 
 
+def labelled_sets(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(name, path) of each set to run: the given ones, or every set in tests/eval/."""
+    if not paths:
+        paths = sorted(p for p in SETS_DIR.glob("*.json") if p.name not in NOT_SETS)
+    return [(SET_NAMES.get(p.stem, p.stem), p) for p in paths]
+
+
+def locomo(args: argparse.Namespace) -> None:
+    import eval_locomo
+
+    if args.locomo is None:
+        print(f"\nLoCoMo skipped: {eval_locomo.WHERE}")
+        return
+    if not args.locomo.exists():
+        raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
+    samples = eval_locomo.read_samples(args.locomo)
+    if args.quick:
+        samples = samples[:1]
+    root = Path(tempfile.mkdtemp(prefix="mev-locomo-", dir="/tmp"))
+    daemons: list[DaemonProcess] = []
+
+    def start(sample_id: str) -> DaemonProcess:
+        for old in daemons:  # one daemon at a time: the previous conversation's is done
+            old.kill()
+        daemon = DaemonProcess(root / f"home-{len(daemons)}", env=daemon_env(args.without))
+        daemons.append(daemon)
+        write_config(daemon.home, args.set)
+        return daemon.start()
+
+    try:
+        rows = eval_locomo.run(samples, start, lambda line: print(line, flush=True))
+    finally:
+        for daemon in daemons:
+            daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    eval_locomo.print_rows(rows)
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     args = parse_args(argv)
-    data = json.loads(args.data.read_text(encoding="utf-8"))
-    items = data["tasks"]
-    if args.quick:  # every n-th task, so both difficulties and several topics are in it
-        main = [t for t in items if t.get("split", "main") == "main"]
-        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
-    scorer = Scorer(data)
-    root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home", env=daemon_env(args.without))
-    try:
-        write_config(daemon.home, args.set)
-        daemon.start()
-        ids = load(daemon, data["records"])
-        print(f"loaded {len(ids)} records; {len(items)} tasks"
-              + (f"; config {', '.join(args.set)}" if args.set else "")
-              + (f"; without {', '.join(args.without)}" if args.without else ""))
-        ours, base = retrieve_all(daemon, items, ids, scorer)
-    finally:
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
-    print_table("memory.retrieve", by_difficulty(ours))
-    print_table("baseline: memory.search (OR of the task's words, same eligibility), top 8",
-                by_difficulty(base))
-    if args.sweep:
-        print_sweep(ours, items, scorer)
-    if args.tasks:
-        print_tasks(ours, items, scorer)
+    for name, path in labelled_sets(args.data):
+        evaluate(name, path, args)
+    locomo(args)
     return 0
 
 
