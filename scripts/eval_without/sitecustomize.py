@@ -12,11 +12,11 @@ import os
 from types import MappingProxyType
 
 BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned")
-PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS)
+PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS, "restated")
 
 
 def _switch_off(parts: set[str]) -> None:
-    from minionsd.memory.retrieval import candidates, query, rank
+    from minionsd.memory.retrieval import candidates, pack, query, rank
     from minionsd.storage import fts
     from minionsd.text.ftsquery import STOP_WORDS
 
@@ -44,6 +44,8 @@ def _switch_off(parts: set[str]) -> None:
         rank.W_COVERAGE = 0.0
     if without("pinned"):
         rank.W_PINNED = 0.0
+    if without("restated"):  # no two bodies share more than all their words
+        pack.RESTATEMENT = 2.0
 
 
 _parts = {p for p in os.environ.get("EVAL_WITHOUT", "").split(",") if p}

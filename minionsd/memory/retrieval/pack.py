@@ -7,14 +7,23 @@ This module owns what an agent reads of each recalled record and how many fit. P
   line breaks do not count) count as one, and the best-scored survives. Nearly equal: the
   smaller body has at least ``SIZE_RATIO`` of the larger one's word 3-shingles and at least
   ``NEAR_DUPLICATE`` of its shingles occur in the larger (a re-wrapped, re-punctuated or
-  re-marked copy, one with a remark appended, or with a word changed in a long note).
+  re-marked copy, one with a remark appended, or with a word changed in a long note). A
+  *restatement* counts as one too: the same fact in other words, sentences reordered, under
+  another title. Its body names exactly the same numbers, identifiers and paths (at least
+  one; the consolidation digest's rule, :func:`~minionsd.memory.consolidate.gist.
+  distinct_tokens`, so two notes that differ in one of them are never merged), has the same
+  negations, numbers in words and units (``_RIDERS``), and shares at least ``RESTATEMENT``
+  of the larger body's content words (words of three or more characters that are not stop
+  words; at least three each).
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
   within ``max_bytes`` UTF-8 bytes; a record that does not fit is skipped and a later, smaller one
-  may still be taken. A record scoring below ``min_score_ratio`` times the best record's score
-  (:func:`score_floor`) is not packed: ``top_k`` is a ceiling, not a quota. The result is what
-  goes inside the untrusted-input fence.
+  may still be taken. The score cutoff (:class:`Cutoff`) leaves out weak matches: a record
+  scoring below ``min_score_ratio`` times the best record's score (:func:`score_floor`) is
+  packed only when it closely follows the record packed before it, or holds a rare
+  identifier, error code or file name of the task that no packed record holds: ``top_k`` is a
+  ceiling, not a quota. The result is what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
 (plus one blank line between items).
@@ -26,9 +35,11 @@ import bisect
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from minionsd.memory.consolidate.gist import distinct_tokens
 from minionsd.memory.retrieval.rank import Scored
+from minionsd.text.ftsquery import STOP_WORDS
 
 if TYPE_CHECKING:
     from minionsd.memory.retrieval.memos import TextMemos
@@ -36,16 +47,25 @@ if TYPE_CHECKING:
 NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger one
 SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
 SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
+RESTATEMENT = 0.6  # content words shared, of the larger body's, for a restatement
+FOLLOW = 0.7  # below the floor, a record this close to the one packed before it is packed
+LAST_FLOOR = 0.5  # ... down to this share of the floor
 _WORD_RE = re.compile(r"\w+")
 ITEM_SEPARATOR = "\n\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-def _comparable(record: Mapping[str, Any],
-                memos: TextMemos | None) -> tuple[str, frozenset[tuple[str, ...]]]:
-    """A body as dedupe compares it: its lower-cased words (runs of letters, digits and
-    ``_``) joined by single spaces, and their 3-shingles."""
+class Comparable(NamedTuple):
+    """A body as dedupe compares it (see the module docstring)."""
+
+    text: str  # its lower-cased words joined by single spaces
+    shingles: frozenset[tuple[str, ...]]  # their 3-shingles
+    facts: frozenset[str]  # its numbers, identifiers and paths (distinct_tokens)
+    content: frozenset[str]  # its content words: no stop words, no plural s, 3+ characters
+
+
+def _comparable(record: Mapping[str, Any], memos: TextMemos | None) -> Comparable:
     body = record.get("body")
     if not isinstance(body, str):
         body = ""
@@ -54,9 +74,39 @@ def _comparable(record: Mapping[str, Any],
     return comparable_body(body)
 
 
-def comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
+def comparable_body(body: str) -> Comparable:
     words = _WORD_RE.findall(body.lower())
-    return " ".join(words), _shingles(words)
+    facts = distinct_tokens(body) if _MAY_HOLD_FACT_RE.search(body) else frozenset()
+    content = frozenset(_singular(w) for w in words if len(w) > 2 and w not in STOP_WORDS)
+    if facts:  # the words that change what a fact says ride along with it
+        facts |= {f"~{w}" for w in _RIDERS.intersection(_singular(w) for w in words)}
+    return Comparable(" ".join(words), _shingles(words), facts, content)
+
+
+# A number, an inner identifier mark or a backtick: a body without any has no distinct tokens.
+_MAY_HOLD_FACT_RE = re.compile(r"\d|\w[_./:@#+=-]\w|[a-z][A-Z]|`")
+# Words that change what a fact says: negations, numbers in words and units. A restatement
+# says the same of them as its original (they ride along with the facts, marked with "~").
+_RIDERS_TEXT = """
+    not no never without nor cannot don doesn isn aren won shouldn mustn didn wasn
+    zero one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
+    forty fifty sixty hundred thousand million billion once twice half dozen
+    ms millisecond sec second minute min hour day week month year kb mb gb tb byte percent
+"""
+_RIDERS = frozenset(_RIDERS_TEXT.split())
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") \
+        else word
+
+
+def restates(a: Comparable, b: Comparable) -> bool:
+    """Whether two bodies say the same fact in other words (see the module docstring)."""
+    if not a.facts or a.facts != b.facts or min(len(a.content), len(b.content)) < 3:
+        return False
+    larger = max(len(a.content), len(b.content))
+    return len(a.content & b.content) >= RESTATEMENT * larger
 
 
 # Memoised (memos.py) only for bodies of ordinary size: words, text and shingles take ~26
@@ -97,9 +147,11 @@ class _Distinct:
         # Admitted shingle sets sorted by size: only bodies of similar size (SIZE_RATIO) can
         # be near duplicates, so only those are compared.
         self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
+        self.with_facts: list[Comparable] = []  # admitted bodies naming a fact, for restates
 
     def admit(self, item: Scored) -> bool:
-        body, shingles = _comparable(item.record, self.memos)
+        seen = _comparable(item.record, self.memos)
+        body, shingles = seen.text, seen.shingles
         if body in self.seen_bodies:
             return False
         n = len(shingles)
@@ -108,6 +160,10 @@ class _Distinct:
         if any(len(shingles & other) >= NEAR_DUPLICATE * min(n, size)
                for size, _order, other in self.by_size[low:high]):
             return False
+        if seen.facts and any(restates(seen, other) for other in self.with_facts):
+            return False
+        if seen.facts:
+            self.with_facts.append(seen)
         self.seen_bodies.add(body)
         bisect.insort(self.by_size, (n, len(self.seen_bodies), shingles))
         return True
@@ -198,24 +254,67 @@ def min_size(record: Mapping[str, Any]) -> int:
 
 
 def score_floor(best: float, ratio: float) -> float:
-    """The least score packed next to a best record scoring `best` (ratio clamped to 0..1)."""
+    """The least score packed on its own next to a best record scoring `best` (ratio clamped
+    to 0..1); below it a record needs a reason (:class:`Cutoff`)."""
     return max(0.0, min(1.0, ratio)) * best if best > 0 else 0.0
+
+
+class Cutoff:
+    """Which records the score cutoff packs, asked best first (see the module docstring).
+
+    A record at or above :func:`score_floor` is packed. Below it a record is packed when it
+    follows the record packed before it closely (at least ``FOLLOW`` of its score: the floor
+    does not split a run of near-equal scores) and scores at least ``LAST_FLOOR`` of the
+    floor, or when it holds a rare naming term of the task (``rare_terms``, set by the
+    candidate search) that no packed record holds, however low it scores: the note about
+    the identifier, path or error code the task names is not cut for being less similar
+    overall. With ratio 0 nothing is cut.
+    """
+
+    def __init__(self, best: float, ratio: float, rare_left: int = 0) -> None:
+        self.floor = score_floor(best, ratio)
+        self.lowest = self.floor * LAST_FLOOR
+        self.last = best  # the score of the last record packed for its score
+        self.named: set[str] = set()
+        self.rare_left = rare_left  # records with rare terms not yet asked about
+
+    def admits(self, item: Scored) -> bool | None:
+        """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
+        rare = item.record.get("rare_terms") or ()
+        self.rare_left -= bool(rare)
+        if item.score >= self.floor:
+            return True
+        if self.lowest <= item.score and item.score >= FOLLOW * self.last:
+            return True
+        if any(term not in self.named for term in rare):
+            return True
+        # Later records score no more, so only a rare term can let one in.
+        return False if self.rare_left > 0 else None
+
+    def packed(self, item: Scored) -> None:
+        rare = item.record.get("rare_terms") or ()
+        if item.score >= self.floor or (item.score >= self.lowest
+                                        and item.score >= FOLLOW * self.last):
+            self.last = item.score
+        self.named.update(rare)
 
 
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
     smallest: int = 0, min_score_ratio: float = 0.0, memos: TextMemos | None = None,
+    rare_left: int = 0,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
 
     `scored` must come best first (as :func:`~minionsd.retrieval.rank.rank_lazily` yields
-    it): the first item's score is the best, and reading stops at the first item scoring
-    below :func:`score_floor` of it (it is not packed, and neither is anything after it),
-    whether or not the best item itself fits.
+    it): the first item's score is the best, whether or not it fits, and :class:`Cutoff`
+    decides from it which items may be packed; reading stops once nothing after an item can
+    be (below the last floor, with no item holding a rare term left: `rare_left` says how
+    many of `scored` hold one).
 
     With `distinct`, an item is checked against the packed ones for (near) duplicate bodies
-    only once it fits: cheaper than deduping every candidate first, and a smaller copy of a
-    best item too big to fit can still carry its content.
+    and restatements only once it fits: cheaper than deduping every candidate first, and a
+    smaller copy of a best item too big to fit can still carry its content.
 
     `smallest`, if given, must not exceed :func:`min_size` of any item: once the room left is
     below it, nothing more can fit and the rest of `scored` is not read (with a lazy ranking,
@@ -233,12 +332,15 @@ def pack(
 
     if full():
         return "", chosen
-    floor: float | None = None
+    cutoff: Cutoff | None = None
     for item in scored:
-        if floor is None:
-            floor = score_floor(item.score, min_score_ratio)
-        elif item.score < floor:
+        if cutoff is None:
+            cutoff = Cutoff(item.score, min_score_ratio, rare_left)
+        admitted = cutoff.admits(item)
+        if admitted is None:
             break
+        if not admitted:
+            continue
         if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record, memos)
@@ -248,6 +350,7 @@ def pack(
         if seen is not None and not seen.admit(item):
             continue
         chosen.append((item, size))
+        cutoff.packed(item)
         parts.append(text)
         used += extra
         if full():

@@ -15,6 +15,7 @@ the wrong type are ignored rather than rejected.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -172,3 +173,32 @@ def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
     taken = {_plural_key(term) for term in own}
     return [term for term in synonyms.expansions(synonyms.words(text))
             if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
+
+
+# What names one thing rather than a topic: a token with a digit (429, e1234, v2), a camelCase
+# token whole (TokenRefresher), a snake- or kebab-case compound glued (ERR_CONN_RESET ->
+# errconnreset), as task_terms spells them.
+_COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)+")
+_TOKEN_RE = re.compile(r"[^\W_]+")
+_NAMING_RE = re.compile(r"\d|[a-z][A-Z]")
+
+
+def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
+    """The terms of a task that name one thing: identifiers, error codes, numbers and the
+    task's file names glued (see _COMPOUND_RE), lower-cased like task_terms. Whether one of them is
+    rare in the memory is for the candidate search to say."""
+    if not isinstance(task, Mapping):
+        return frozenset()
+    found: set[str] = set()
+    for text, is_path in _field_texts(task):
+        if not text:
+            continue
+        if is_path:  # the file's name, glued: token_refresh.py -> tokenrefresh
+            stem, _ext = posixpath.splitext(posixpath.basename(normalise_path(text)))
+            found.add("".join(_TOKEN_RE.findall(stem)).lower())
+            continue
+        for compound in _COMPOUND_RE.findall(text):
+            found.add("".join(_TOKEN_RE.findall(compound)).lower())
+        found.update(token.lower() for token in _TOKEN_RE.findall(text)
+                     if _NAMING_RE.search(token))
+    return frozenset(found)
