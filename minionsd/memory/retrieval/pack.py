@@ -37,7 +37,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from minionsd.memory.consolidate.gist import distinct_tokens
 from minionsd.memory.retrieval.rank import Scored
 from minionsd.text.ftsquery import STOP_WORDS
 
@@ -61,7 +60,8 @@ class Comparable(NamedTuple):
 
     text: str  # its lower-cased words joined by single spaces
     shingles: frozenset[tuple[str, ...]]  # their 3-shingles
-    facts: frozenset[str]  # its numbers, identifiers and paths (distinct_tokens)
+    facts: frozenset[str]  # its numbers, identifiers and paths (_facts)
+    riders: frozenset[str]  # its negations, numbers in words and units (_RIDERS)
     content: frozenset[str]  # its content words: no stop words, no plural s, 3+ characters
 
 
@@ -75,18 +75,29 @@ def _comparable(record: Mapping[str, Any], memos: TextMemos | None) -> Comparabl
 
 
 def comparable_body(body: str) -> Comparable:
-    words = _WORD_RE.findall(body.lower())
-    facts = distinct_tokens(body) if _MAY_HOLD_FACT_RE.search(body) else frozenset()
-    content = frozenset(_singular(w) for w in words if len(w) > 2 and w not in STOP_WORDS)
-    if facts:  # the words that change what a fact says ride along with it
-        facts |= {f"~{w}" for w in _RIDERS.intersection(_singular(w) for w in words)}
-    return Comparable(" ".join(words), _shingles(words), facts, content)
+    lowered = body.lower()
+    words = _WORD_RE.findall(lowered)
+    singular = [_singular(w) for w in words if len(w) > 2 and w not in STOP_WORDS]
+    return Comparable(" ".join(words), _shingles(words), _facts(lowered, words),
+                      _RIDERS.intersection(map(_singular, words)), frozenset(singular))
 
 
-# A number, an inner identifier mark or a backtick: a body without any has no distinct tokens.
-_MAY_HOLD_FACT_RE = re.compile(r"\d|\w[_./:@#+=-]\w|[a-z][A-Z]|`")
+# A path (a/b/c, a/b.py) or a file name (name.ext): what the digest's rule calls a path.
+_PATH_RE = re.compile(r"[\w-]+(?:/[\w.-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
+
+
+def _facts(lowered: str, words: list[str]) -> frozenset[str]:
+    """The numbers, identifiers and paths of a lower-cased body: the consolidation digest's
+    rule (two lines that differ in one are two facts), read on words and paths so that
+    Markdown marks, case and punctuation around them do not count."""
+    facts = {w for w in words if "_" in w or not w.isalpha()}
+    if "/" in lowered or "." in lowered:
+        facts.update(_PATH_RE.findall(lowered))
+    return frozenset(facts)
+
+
 # Words that change what a fact says: negations, numbers in words and units. A restatement
-# says the same of them as its original (they ride along with the facts, marked with "~").
+# says the same of them as its original.
 _RIDERS_TEXT = """
     not no never without nor cannot don doesn isn aren won shouldn mustn didn wasn
     zero one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
@@ -103,7 +114,8 @@ def _singular(word: str) -> str:
 
 def restates(a: Comparable, b: Comparable) -> bool:
     """Whether two bodies say the same fact in other words (see the module docstring)."""
-    if not a.facts or a.facts != b.facts or min(len(a.content), len(b.content)) < 3:
+    if not a.facts or a.facts != b.facts or a.riders != b.riders \
+            or min(len(a.content), len(b.content)) < 3:
         return False
     larger = max(len(a.content), len(b.content))
     return len(a.content & b.content) >= RESTATEMENT * larger
@@ -138,34 +150,36 @@ def near_duplicates(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]
 
 
 class _Distinct:
-    """Remembers admitted bodies; refuses exact and near duplicates of them."""
+    """Remembers admitted bodies; refuses exact and near duplicates and restatements of them."""
 
     def __init__(self, capacity: int, memos: TextMemos | None = None) -> None:
         self.capacity = capacity
         self.memos = memos
         self.seen_bodies: set[str] = set()
-        # Admitted shingle sets sorted by size: only bodies of similar size (SIZE_RATIO) can
-        # be near duplicates, so only those are compared.
-        self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
+        # Admitted bodies sorted by their shingle count: only bodies of similar size
+        # (SIZE_RATIO) can be near duplicates, so only those are compared.
+        self.by_size: list[tuple[int, int, Comparable]] = []
         self.with_facts: list[Comparable] = []  # admitted bodies naming a fact, for restates
 
     def admit(self, item: Scored) -> bool:
         seen = _comparable(item.record, self.memos)
-        body, shingles = seen.text, seen.shingles
-        if body in self.seen_bodies:
+        if seen.text in self.seen_bodies:
             return False
+        shingles = seen.shingles
         n = len(shingles)
         low = bisect.bisect_left(self.by_size, (math.ceil(SIZE_RATIO * n), -1))
         high = bisect.bisect_right(self.by_size, (math.floor(n / SIZE_RATIO), self.capacity))
-        if any(len(shingles & other) >= NEAR_DUPLICATE * min(n, size)
-               for size, _order, other in self.by_size[low:high]):
+        # A copy with one word changed is the same note, unless the word is a number, an
+        # identifier or a path: then it is another fact.
+        if any(len(shingles & other.shingles) >= NEAR_DUPLICATE * min(n, size)
+               and seen.facts == other.facts for size, _order, other in self.by_size[low:high]):
             return False
         if seen.facts and any(restates(seen, other) for other in self.with_facts):
             return False
         if seen.facts:
             self.with_facts.append(seen)
-        self.seen_bodies.add(body)
-        bisect.insort(self.by_size, (n, len(self.seen_bodies), shingles))
+        self.seen_bodies.add(seen.text)
+        bisect.insort(self.by_size, (n, len(self.seen_bodies), seen))
         return True
 
 
