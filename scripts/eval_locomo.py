@@ -9,10 +9,11 @@ local copy, any of
 * the archive `data/locomo10.zip` (one JSON file per conversation), or a folder of its files.
 
 Retrieval only: for each conversation a fresh daemon gets one record per turn (`memory.add`,
-body `Speaker: text`, plus the caption of a shared photo, `created_at` the session's date and
-time, a second per turn later), then each question of categories 1-4 is asked as a task title
-through `memory.retrieve`. Category 5 (adversarial: questions about things never said) has no
-evidence to find and is left out. Per category it reports, over the packed records:
+body `Speaker: text`, plus the caption of a shared photo, the speaker as `author`,
+`created_at` the session's date and time, a second per turn later), then each question of
+categories 1-4 is asked as a task title through `memory.retrieve`. Category 5 (adversarial:
+questions about things never said) has no evidence to find and is left out. Per category it
+reports, over the packed records:
 
 * recall: share of a question's evidence turns packed;
 * hit: share of questions with at least one evidence turn packed;
@@ -109,12 +110,13 @@ def turns(sample: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             dia_id, text = turn.get("dia_id"), turn.get("text")
             if not isinstance(dia_id, str) or not isinstance(text, str):
                 continue
-            body = f"{turn.get('speaker', 'someone')}: {text.strip()}"
+            speaker = turn.get("speaker") if isinstance(turn.get("speaker"), str) else "someone"
+            body = f"{speaker}: {text.strip()}"
             caption = turn.get("blip_caption")
             if isinstance(caption, str) and caption.strip():
                 body += f" [shares {caption.strip()}]"
             params = {"body": body, "type": "episodic", "scope": "global", "trust": "human",
-                      "source": f"locomo:{sample['sample_id']}:{dia_id}"}
+                      "source": f"locomo:{sample['sample_id']}:{dia_id}", "author": speaker}
             if start is not None:
                 params["created_at"] = (start + timedelta(seconds=offset)).isoformat()
             yield dia_id, params

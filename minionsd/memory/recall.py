@@ -49,7 +49,8 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
         naming=query_mod.naming_terms(task))
     memos = app.recall_index.memos
     ranked = rank_mod.rank_lazily(found, task_files=query_mod.task_files(task),
-                                  project=project, agent=agent, now=now, memos=memos)
+                                  project=project, agent=agent, now=now, memos=memos,
+                                  cues=query_mod.cues(task))
     text, chosen = pack_mod.pack(ranked, distinct=True,
                                  top_k=cfg["engine.memory_retrieval_top_k"],
                                  max_bytes=cfg["engine.memory_retrieval_max_bytes"],

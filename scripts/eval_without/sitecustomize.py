@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned")
+BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned", "date",
+          "author")
 PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS, "restated")
 
 
@@ -44,6 +45,10 @@ def _switch_off(parts: set[str]) -> None:
         rank.W_COVERAGE = 0.0
     if without("pinned"):
         rank.W_PINNED = 0.0
+    if without("date"):
+        rank.W_DATE = 0.0
+    if without("author"):
+        rank.W_AUTHOR = 0.0
     if without("restated"):  # no two bodies share more than all their words
         pack.RESTATEMENT = 2.0
 

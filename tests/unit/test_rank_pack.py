@@ -312,7 +312,7 @@ def test_lazy_ranking_is_the_full_ranking_in_order(records: list[dict[str, Any]]
     keys = [(-s.score, s.id) for s in full]
     assert keys == sorted(keys)
     assert all(s.score == sum(v for _, v in s.parts) for s in full)
-    assert all(len(s.parts) == 9 and s.parts[4][0] == "path" for s in full)
+    assert all(len(s.parts) == 11 and s.parts[4][0] == "path" for s in full)
 
 
 def test_lazy_ranking_skips_path_boosts_it_is_not_asked_for(

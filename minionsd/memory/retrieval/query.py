@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from minionsd.memory.retrieval import synonyms
+from minionsd.memory.retrieval.cues import Cues, task_cues
 from minionsd.text.ftsquery import (
     STOP_WORDS,
     code_terms,
@@ -202,3 +203,11 @@ def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
         found.update(token.lower() for token in _TOKEN_RE.findall(text)
                      if _NAMING_RE.search(token))
     return frozenset(found)
+
+
+def cues(task: Mapping[str, Any]) -> Cues:
+    """The dates and words of a task's free-text fields (:mod:`.cues`), for the date and
+    author boosts."""
+    if not isinstance(task, Mapping):
+        return Cues()
+    return task_cues(task, [text for text, is_path in _field_texts(task) if text and not is_path])
