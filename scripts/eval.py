@@ -295,6 +295,8 @@ def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
                         help="a labelled set (repeatable; default: every set in tests/eval/)")
     parser.add_argument("--locomo", type=Path, metavar="PATH",
                         help="a local copy of LoCoMo (data/locomo10.json or locomo10.zip)")
+    parser.add_argument("--no-sets", action="store_true",
+                        help="skip the labelled sets (with --locomo: LoCoMo only)")
     return parser.parse_args(list(argv) if argv is not None else None)
 
 
@@ -342,8 +344,6 @@ def locomo(args: argparse.Namespace) -> None:
     if args.locomo is None:
         print(f"\nLoCoMo skipped: {eval_locomo.WHERE}")
         return
-    if not args.locomo.exists():
-        raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
     samples = eval_locomo.read_samples(args.locomo)
     if args.quick:
         samples = samples[:1]
@@ -369,7 +369,11 @@ def locomo(args: argparse.Namespace) -> None:
 
 def main(argv: Iterable[str] | None = None) -> int:
     args = parse_args(argv)
-    for name, path in labelled_sets(args.data):
+    if args.locomo is not None and not args.locomo.exists():  # before the sets' minutes
+        import eval_locomo
+
+        raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
+    for name, path in [] if args.no_sets else labelled_sets(args.data):
         evaluate(name, path, args)
     locomo(args)
     return 0
