@@ -1,6 +1,8 @@
 """Retrieval evaluation: does memory.retrieve pick the records a senior engineer would want?
 
-    .venv/bin/python scripts/eval.py             # every labelled set in tests/eval/
+    .venv/bin/python scripts/eval.py             # both labelled sets (tests/eval/set.json and
+                                                 #   the blind set tests/eval/blind.yaml)
+    .venv/bin/python scripts/eval.py --data tests/eval/blind.yaml   # one set only
     .venv/bin/python scripts/eval.py --locomo ~/data/locomo10.json   # plus LoCoMo
     .venv/bin/python scripts/eval.py --quick     # a 12-task slice of each set (the smoke test)
     .venv/bin/python scripts/eval.py --tasks     # plus one line per task
@@ -8,10 +10,10 @@
     .venv/bin/python scripts/eval.py --sweep     # the sets asked again at other cutoff ratios
     .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
-For each labelled set (a JSON file in tests/eval/ with `records`, `tasks` and `groups`; see
-tests/eval/README.md) it starts a fresh daemon on a temp home (the test suite's DaemonProcess
-from tests/harness.py), adds every record through the socket with `memory.add` (keeping its
-created_at), applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`),
+For each labelled set (see tests/eval/README.md) it starts a fresh daemon on a temp home (the
+test suite's DaemonProcess from tests/harness.py), adds every record through the socket with
+`memory.add` (keeping its created_at), applies the lifecycle (`memory.supersede`,
+`memory.retract`, `memory.expire`),
 then asks `memory.retrieve` for each task with its project and agent. Asserts nothing; prints,
 per difficulty and overall:
 
@@ -24,6 +26,10 @@ per difficulty and overall:
   (a superset of each task's labelled `forbidden` records, which are checked to agree);
 * copies: packed records whose near-duplicate group already has a member in that pack;
 * no_terms: tasks retrieval found no terms in.
+
+The blind set (tests/eval/blind.yaml, read by tests/eval/blind_set.py) was written from the
+product's documentation without looking at the ranking code or the first set; the last table
+puts both sets' overall figures side by side.
 
 easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
 changes were chosen and never used to choose them (tests/eval/holdout.yaml). "no cutoff" is
@@ -63,13 +69,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "eval"))
 sys.path.insert(0, str(REPO / "scripts"))
 
+from blind_set import load_blind  # noqa: E402
 from build_set import eligible  # noqa: E402
+from eval_report import by_difficulty, print_table, print_tasks, summarise  # noqa: E402
 
 from tests.harness import DaemonProcess  # noqa: E402
 
-SETS_DIR = REPO / "tests" / "eval"
-NOT_SETS = frozenset()  # JSON files in SETS_DIR that are not labelled sets
-SET_NAMES = {"set": "main"}
+SET_PATHS = (REPO / "tests" / "eval" / "set.json", REPO / "tests" / "eval" / "blind.yaml")
 WITHOUT_DIR = REPO / "scripts" / "eval_without"
 TOP_K = 8
 QUICK_TASKS = 12
@@ -140,37 +146,6 @@ class Scorer:
                 "copies": copies, "selected": len(picked)}
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
-    n = len(rows) or 1
-    return {"tasks": len(rows),
-            "recall@8": sum(r["recall"] for r in rows) / n,
-            "MRR": sum(r["rr"] for r in rows) / n,
-            "precision@8": sum(r["precision"] for r in rows) / n,
-            "violations": sum(r["violations"] for r in rows),
-            "copies": sum(r["copies"] for r in rows),
-            "no_terms": sum(bool(r.get("no_terms")) for r in rows),
-            "avg_selected": sum(r["selected"] for r in rows) / n}
-
-
-def print_table(title: str, results: dict[str, list[dict[str, Any]]]) -> None:
-    print(f"\n{title}")
-    print(f"  {'':10} {'tasks':>5} {'recall@8':>9} {'MRR':>6} {'prec@8':>7} {'viol':>5} "
-          f"{'copies':>6} {'no_terms':>8} {'avg_sel':>7}")
-    for name, rows in results.items():
-        s = summarise(rows)
-        print(f"  {name:10} {s['tasks']:5d} {s['recall@8']:9.3f} {s['MRR']:6.3f} "
-              f"{s['precision@8']:7.3f} {s['violations']:5d} {s['copies']:6d} "
-              f"{s['no_terms']:8d} {s['avg_selected']:7.2f}")
-
-
-def by_difficulty(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    main = [r for r in rows if r.get("split", "main") == "main"]
-    groups = {"easy": [r for r in main if r["difficulty"] == "easy"],
-              "hard": [r for r in main if r["difficulty"] == "hard"], "overall": main}
-    held_out = [r for r in rows if r.get("split") == "holdout"]
-    return groups | ({"held-out": held_out} if held_out else {})
-
-
 RATIO_KEY = "engine.memory_retrieval_min_score_ratio"
 SWEEP = (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 
@@ -218,9 +193,20 @@ def main_tasks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("split", "main") == "main"]
 
 
-def evaluate(name: str, path: Path, args: argparse.Namespace) -> None:
-    """One labelled set in its own daemon: load, ask, print."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+def load_set(path: Path) -> dict[str, Any]:
+    """A labelled set: set.json as it is, a .yaml set through blind_set."""
+    if path.suffix in (".yaml", ".yml"):
+        return load_blind(path)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+Rows = list[dict[str, Any]]
+
+
+def evaluate(name: str, path: Path, args: argparse.Namespace) -> dict[str, Rows]:
+    """One labelled set in its own daemon: load, ask, print; returns its rows for the
+    side-by-side table."""
+    data = load_set(path)
     items = data["tasks"]
     if args.quick:  # every n-th task, so both difficulties and several topics are in it
         main = [t for t in items if t.get("split", "main") == "main"]
@@ -234,8 +220,7 @@ def evaluate(name: str, path: Path, args: argparse.Namespace) -> None:
         daemon.start()
         ids = load(daemon, data["records"])
         keys = {v: k for k, v in ids.items()}
-        print(f"\n=== set {name} ({path.relative_to(REPO) if path.is_relative_to(REPO) else path})"
-              f": loaded {len(ids)} records; {len(items)} tasks"
+        print(f"\n== {_display(path)}: loaded {len(ids)} records; {len(items)} tasks"
               + (f"; config {', '.join(args.set)}" if args.set else "")
               + (f"; without {', '.join(args.without)}" if args.without else ""))
         with daemon.client(timeout=120) as client:
@@ -260,24 +245,16 @@ def evaluate(name: str, path: Path, args: argparse.Namespace) -> None:
                   f"{s['precision@8']:.3f}  {s['avg_selected']:.2f}")
     if args.tasks:
         print_tasks(ours, items, scorer)
+    held = by_difficulty(ours).get("held-out")
+    return ({name: main_tasks(ours)} | ({f"{name} held": held} if held else {})
+            | {f"{name} no cutoff": main_tasks(uncut), f"{name} fts5": main_tasks(base)})
 
 
-def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
-    print("\nper task (retrieval): recall rr precision | packed keys, * relevant, ! forbidden,"
-          " = copy")
-    for row, item in zip(rows, items, strict=True):
-        wanted = {scorer.group(k) for k in item["relevant"]}
-        marks, seen = [], set()
-        for key, score in zip(row["picked"], row.get("scores", []), strict=False):
-            group = scorer.group(key)
-            mark = ("=" if group in seen else "*" if group in wanted else "") + (
-                "!" if not eligible(scorer.records[key], item["project"], item["agent"]) else "")
-            seen.add(group)
-            marks.append(f"{mark}{key}({score:.2f})")
-        missing = sorted(wanted - seen)
-        print(f"  {row['id']:12} {row['difficulty']:4} {row['recall']:.2f} {row['rr']:.2f} "
-              f"{row['precision']:.2f} | {' '.join(marks)}"
-              + (f"  MISSING {' '.join(missing)}" if missing else ""))
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
@@ -292,7 +269,8 @@ def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
     parser.add_argument("--without", action="append", default=[], metavar="PART",
                         choices=_parts(), help="switch a part of retrieval off in the daemon")
     parser.add_argument("--data", type=Path, action="append", default=[],
-                        help="a labelled set (repeatable; default: every set in tests/eval/)")
+                        help="a labelled set (.json like set.json, or .yaml like blind.yaml); "
+                             "repeatable; default both")
     parser.add_argument("--locomo", type=Path, metavar="PATH",
                         help="a local copy of LoCoMo (data/locomo10.json or locomo10.zip)")
     parser.add_argument("--no-sets", action="store_true",
@@ -332,10 +310,12 @@ def write_config(home: Path, settings: list[str]) -> None:
 
 
 def labelled_sets(paths: list[Path]) -> list[tuple[str, Path]]:
-    """(name, path) of each set to run: the given ones, or every set in tests/eval/."""
-    if not paths:
-        paths = sorted(p for p in SETS_DIR.glob("*.json") if p.name not in NOT_SETS)
-    return [(SET_NAMES.get(p.stem, p.stem), p) for p in paths]
+    """(name, path) of each set to run: the given ones, or both sets in tests/eval/."""
+    paths = paths or list(SET_PATHS)
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"--data {path}: no such file")
+    return [(p.stem, p) for p in paths]
 
 
 def locomo(args: argparse.Namespace) -> None:
@@ -344,27 +324,17 @@ def locomo(args: argparse.Namespace) -> None:
     if args.locomo is None:
         print(f"\nLoCoMo skipped: {eval_locomo.WHERE}")
         return
-    samples = eval_locomo.read_samples(args.locomo)
-    if args.quick:
-        samples = samples[:1]
     root = Path(tempfile.mkdtemp(prefix="mev-locomo-", dir="/tmp"))
-    daemons: list[DaemonProcess] = []
 
-    def start(sample_id: str) -> DaemonProcess:
-        for old in daemons:  # one daemon at a time: the previous conversation's is done
-            old.kill()
-        daemon = DaemonProcess(root / f"home-{len(daemons)}", env=daemon_env(args.without))
-        daemons.append(daemon)
+    def start(index: int) -> DaemonProcess:
+        daemon = DaemonProcess(root / f"home-{index}", env=daemon_env(args.without))
         write_config(daemon.home, args.set)
         return daemon.start()
 
     try:
-        rows = eval_locomo.run(samples, start, lambda line: print(line, flush=True))
+        eval_locomo.evaluate(args.locomo, args.quick, start)
     finally:
-        for daemon in daemons:
-            daemon.kill()
         shutil.rmtree(root, ignore_errors=True)
-    eval_locomo.print_rows(rows)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -373,8 +343,13 @@ def main(argv: Iterable[str] | None = None) -> int:
         import eval_locomo
 
         raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
-    for name, path in [] if args.no_sets else labelled_sets(args.data):
-        evaluate(name, path, args)
+    sets = [] if args.no_sets else labelled_sets(args.data)
+    side: dict[str, Rows] = {}
+    for name, path in sets:
+        side |= evaluate(name, path, args)
+    if len(sets) > 1:
+        print_table("all sets side by side (main tasks; held = held-out tasks; no cutoff = the "
+                    "same daemon at ratio 0; fts5 = the plain FTS5 baseline)", side)
     locomo(args)
     return 0
 

@@ -159,37 +159,53 @@ def score(picked: list[str], evidence: set[str]) -> dict[str, float]:
             "rr": 1 / found[0] if found else 0.0, "packed": float(len(picked))}
 
 
-def run(samples: list[dict[str, Any]], start_daemon: Callable[[str], Any],
+def evaluate(path: Path, quick: bool, start_daemon: Callable[[int], Any]) -> None:
+    """Read LoCoMo at `path` (only its first conversation when `quick`), ask it, print."""
+    samples = read_samples(path)
+    print_rows(run(samples[:1] if quick else samples, start_daemon,
+                   lambda line: print(line, flush=True)))
+
+
+def run(samples: list[dict[str, Any]], start_daemon: Callable[[int], Any],
         say: Callable[[str], None]) -> dict[str, list[tuple[int, dict[str, float]]]]:
     """Rows (category, metrics) for "retrieve", "no cutoff" and "fts5", over every sample.
 
-    `start_daemon(name)` returns a started daemon (tests/harness.py DaemonProcess) that the
-    caller stops."""
+    `start_daemon(n)` returns a started daemon (tests/harness.py DaemonProcess) for the n-th
+    sample; it is killed once the sample is asked."""
     rows: dict[str, list[tuple[int, dict[str, float]]]] = {
         "retrieve": [], "no cutoff": [], "fts5": []}
-    for sample in samples:
+    for index, sample in enumerate(samples):
         pairs = list(turns(sample))
-        daemon = start_daemon(sample["sample_id"])
-        with daemon.client(timeout=300) as client:
-            ids = add_all(client, [p for _dia, p in pairs])
-            turn_of = {record_id: dia for record_id, (dia, _p) in zip(ids, pairs, strict=True)}
-            asked = list(questions(sample, set(turn_of.values())))
-            ratio = client.call("config.get", {"key":
-                                               "engine.memory_retrieval_min_score_ratio"})
-            for name, setting in (("retrieve", ratio["value"]), ("no cutoff", 0.0)):
-                client.call("config.set", {"key": "engine.memory_retrieval_min_score_ratio",
-                                           "value": setting})
-                for n, (category, question, evidence) in enumerate(asked):
-                    task = {"id": f"{sample['sample_id']}-Q{n}", "title": question}
-                    res = client.call("memory.retrieve", {"task": task})
-                    picked = [turn_of[s["id"]] for s in res["selected"]]
-                    rows[name].append((category, score(picked, evidence)))
-            for category, question, evidence in asked:
-                found = client.call("memory.search", {"query": question, "limit": TOP_K})
-                picked = [turn_of[r["id"]] for r in found["records"]]
-                rows["fts5"].append((category, score(picked, evidence)))
-        say(f"  locomo {sample['sample_id']}: {len(pairs)} turns, {len(asked)} questions")
+        daemon = start_daemon(index)
+        try:
+            _ask(daemon, sample, pairs, rows)
+        finally:
+            daemon.kill()
+        say(f"  locomo {sample['sample_id']}: {len(pairs)} turns, "
+            f"{len(list(questions(sample, {dia for dia, _p in pairs})))} questions")
     return rows
+
+
+def _ask(daemon: Any, sample: dict[str, Any], pairs: list[tuple[str, dict[str, Any]]],
+         rows: dict[str, list[tuple[int, dict[str, float]]]]) -> None:
+    with daemon.client(timeout=300) as client:
+        ids = add_all(client, [p for _dia, p in pairs])
+        turn_of = {record_id: dia for record_id, (dia, _p) in zip(ids, pairs, strict=True)}
+        asked = list(questions(sample, set(turn_of.values())))
+        ratio = client.call("config.get", {"key":
+                                           "engine.memory_retrieval_min_score_ratio"})
+        for name, setting in (("retrieve", ratio["value"]), ("no cutoff", 0.0)):
+            client.call("config.set", {"key": "engine.memory_retrieval_min_score_ratio",
+                                       "value": setting})
+            for n, (category, question, evidence) in enumerate(asked):
+                task = {"id": f"{sample['sample_id']}-Q{n}", "title": question}
+                res = client.call("memory.retrieve", {"task": task})
+                picked = [turn_of[s["id"]] for s in res["selected"]]
+                rows[name].append((category, score(picked, evidence)))
+        for category, question, evidence in asked:
+            found = client.call("memory.search", {"query": question, "limit": TOP_K})
+            picked = [turn_of[r["id"]] for r in found["records"]]
+            rows["fts5"].append((category, score(picked, evidence)))
 
 
 def print_rows(rows: dict[str, list[tuple[int, dict[str, float]]]]) -> None:
