@@ -9,12 +9,12 @@ This module owns what an agent reads of each recalled record and how many fit. P
   ``NEAR_DUPLICATE`` of its shingles occur in the larger (a re-wrapped, re-punctuated or
   re-marked copy, one with a remark appended, or with a word changed in a long note). A
   *restatement* counts as one too: the same fact in other words, sentences reordered, under
-  another title. Its body names exactly the same numbers, identifiers and paths (at least
-  one; the consolidation digest's rule, :func:`~minionsd.memory.consolidate.gist.
-  distinct_tokens`, so two notes that differ in one of them are never merged), has the same
-  negations, numbers in words and units (``_RIDERS``), and shares at least ``RESTATEMENT``
-  of the larger body's content words (words of three or more characters that are not stop
-  words; at least three each).
+  another title. Its title and body name exactly the same numbers, identifiers and paths (at
+  least one: the consolidation digest's rule, read on words so Markdown does not count;
+  numbers in words and a number's unit count too), it says "not" only if the other does,
+  and its body shares at least ``RESTATEMENT`` of the larger body's content words (words of
+  three or more characters that are not stop words; at least three each). Two records that
+  differ in a number, an identifier or a path are never merged, near copies included.
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
@@ -32,6 +32,7 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger one
 SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
 SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
-RESTATEMENT = 0.6  # content words shared, of the larger body's, for a restatement
+RESTATEMENT = 0.5  # content words shared, of the larger body's, for a restatement
 FOLLOW = 0.7  # below the floor, a record this close to the one packed before it is packed
 LAST_FLOOR = 0.5  # ... down to this share of the floor
 _WORD_RE = re.compile(r"\w+")
@@ -56,12 +57,12 @@ _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class Comparable(NamedTuple):
-    """A body as dedupe compares it (see the module docstring)."""
+    """A record's body as dedupe compares it (see the module docstring)."""
 
     text: str  # its lower-cased words joined by single spaces
     shingles: frozenset[tuple[str, ...]]  # their 3-shingles
-    facts: frozenset[str]  # its numbers, identifiers and paths (_facts)
-    riders: frozenset[str]  # its negations, numbers in words and units (_RIDERS)
+    facts: frozenset[str]  # the numbers, identifiers and paths of its title and body (_facts)
+    negated: bool  # whether it says "not" (or "no", "never", "without", ...)
     content: frozenset[str]  # its content words: no stop words, no plural s, 3+ characters
 
 
@@ -69,42 +70,56 @@ def _comparable(record: Mapping[str, Any], memos: TextMemos | None) -> Comparabl
     body = record.get("body")
     if not isinstance(body, str):
         body = ""
+    title = record.get("title")
+    if not isinstance(title, str):
+        title = ""
     if memos is not None and len(body) <= SHINGLES_CACHED_CHARS:
-        return memos.comparable(body)
-    return comparable_body(body)
+        return memos.comparable(body, title)
+    return comparable_body(body, title)
 
 
-def comparable_body(body: str) -> Comparable:
+def comparable_body(body: str, title: str = "") -> Comparable:
+    """`body` as dedupe compares it; the title counts for its facts only."""
     lowered = body.lower()
     words = _WORD_RE.findall(lowered)
     singular = [_singular(w) for w in words if len(w) > 2 and w not in STOP_WORDS]
-    return Comparable(" ".join(words), _shingles(words), _facts(lowered, words),
-                      _RIDERS.intersection(map(_singular, words)), frozenset(singular))
+    facts = _facts(lowered, words)
+    if title:
+        lowered_title = title.lower()
+        facts |= _facts(lowered_title, _WORD_RE.findall(lowered_title))
+    return Comparable(" ".join(words), _shingles(words), facts,
+                      not _NEGATIONS.isdisjoint(words), frozenset(singular))
 
 
 # A path (a/b/c, a/b.py) or a file name (name.ext): what the digest's rule calls a path.
 _PATH_RE = re.compile(r"[\w-]+(?:/[\w.-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
+# Numbers written as words (not "one": mostly a pronoun), and the units that make "30 s" and
+# "30 min" two facts.
+_NUMBER_WORDS_TEXT = """
+    zero two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
+    forty fifty sixty hundred thousand million billion
+"""
+_UNITS_TEXT = """
+    ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hour hours
+    d day days week weeks month months year years kb mb gb tb byte bytes percent
+"""
+_NEGATIONS_TEXT = "not no never without nor cannot don doesn isn aren won shouldn mustn didn wasn"
+_NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
+_UNITS = frozenset(_UNITS_TEXT.split())
+_NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
 
 
 def _facts(lowered: str, words: list[str]) -> frozenset[str]:
-    """The numbers, identifiers and paths of a lower-cased body: the consolidation digest's
+    """The numbers, identifiers and paths of a lower-cased text: the consolidation digest's
     rule (two lines that differ in one are two facts), read on words and paths so that
-    Markdown marks, case and punctuation around them do not count."""
-    facts = {w for w in words if "_" in w or not w.isalpha()}
+    Markdown marks, case and punctuation around them do not count; a number is read with
+    the unit after it."""
+    facts = {w for w in words if "_" in w or not w.isalpha() or w in _NUMBER_WORDS}
+    facts.update(f"{w} {unit}" for w, unit in itertools.pairwise(words)
+                 if unit in _UNITS and (w.isdigit() or w in _NUMBER_WORDS))
     if "/" in lowered or "." in lowered:
         facts.update(_PATH_RE.findall(lowered))
     return frozenset(facts)
-
-
-# Words that change what a fact says: negations, numbers in words and units. A restatement
-# says the same of them as its original.
-_RIDERS_TEXT = """
-    not no never without nor cannot don doesn isn aren won shouldn mustn didn wasn
-    zero one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
-    forty fifty sixty hundred thousand million billion once twice half dozen
-    ms millisecond sec second minute min hour day week month year kb mb gb tb byte percent
-"""
-_RIDERS = frozenset(_RIDERS_TEXT.split())
 
 
 def _singular(word: str) -> str:
@@ -114,7 +129,7 @@ def _singular(word: str) -> str:
 
 def restates(a: Comparable, b: Comparable) -> bool:
     """Whether two bodies say the same fact in other words (see the module docstring)."""
-    if not a.facts or a.facts != b.facts or a.riders != b.riders \
+    if not a.facts or a.facts != b.facts or a.negated != b.negated \
             or min(len(a.content), len(b.content)) < 3:
         return False
     larger = max(len(a.content), len(b.content))
