@@ -92,7 +92,7 @@ def comparable_body(body: str, title: str = "") -> Comparable:
 
 
 # A path (a/b/c, a/b.py) or a file name (name.ext): what the digest's rule calls a path.
-_PATH_RE = re.compile(r"[\w-]+(?:/[\w.-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
+_PATH_RE = re.compile(r"[\w*-]+(?:/[\w.*-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
 # Numbers written as words (not "one": mostly a pronoun), and the units that make "30 s" and
 # "30 min" two facts.
 _NUMBER_WORDS_TEXT = """
