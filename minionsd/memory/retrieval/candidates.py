@@ -89,8 +89,8 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
             stem_terms[stem].append(term)
     stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
     most = rare_limit(stats.rows)
-    rare = {stem: tuple(t for t in group if t in naming and dfs[t] <= most)
-            for stem, group in stem_terms.items()}
+    rare = {stem: named for stem, group in stem_terms.items()
+            if (named := tuple(t for t in group if t in naming and dfs[t] <= most))}
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
@@ -104,7 +104,8 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         if record is None:  # deleted since the pool was read; skip rather than fail
             continue
         matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
-        named = tuple(t for stem in counted_row.freq for t in rare[stem]) if naming else ()
+        named = tuple(t for stem in counted_row.freq if stem in rare for t in rare[stem]) \
+            if rare else ()
         out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named))
     return out
 

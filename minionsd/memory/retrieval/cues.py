@@ -44,6 +44,7 @@ _DATE_RES = (
     re.compile(r"\b(?P<month>[A-Z][a-z]{2,8})\b"),
 )
 _WORD_RE = re.compile(r"[^\W_]+")
+_ISO_DAY_RE = re.compile(r"\d-[01]\d-[0-3]\d")  # a task without one or a month name has no date
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class Cues:
     months: frozenset[str] = frozenset()  # YYYY-MM
     any_year: frozenset[str] = frozenset()  # MM or MM-DD, in any year
     words: frozenset[str] = frozenset()  # the task's words, lower-cased
+
+    @property
+    def has_dates(self) -> bool:
+        return bool(self.days or self.months or self.any_year)
 
     def dated(self, created_at: Any) -> bool:
         """Whether a record written at `created_at` (ISO text) falls on a date the task names."""
@@ -68,7 +73,10 @@ class Cues:
         """Whether the task names `author` (every word of it, any case)."""
         if not isinstance(author, str) or not self.words:
             return False
-        parts = _WORD_RE.findall(author.lower())
+        lowered = author.lower()
+        if lowered.isalnum():  # the usual one-word name, without a regular expression
+            return lowered in self.words
+        parts = _WORD_RE.findall(lowered)
         return bool(parts) and all(part in self.words for part in parts)
 
 
@@ -79,9 +87,10 @@ def task_cues(task: Mapping[str, Any], texts: list[str]) -> Cues:
     days: list[tuple[str, str]] = []
     months: set[str] = set()
     any_year: set[str] = set()
-    for text in texts:
-        _read_dates(text, days, months, any_year)
     words = frozenset(w for text in texts for w in _WORD_RE.findall(text.lower()))
+    if not words.isdisjoint(_MONTHS) or any(_ISO_DAY_RE.search(text) for text in texts):
+        for text in texts:
+            _read_dates(text, days, months, any_year)
     return Cues(tuple(days[:MAX_DATES]), frozenset(months), frozenset(any_year), words)
 
 

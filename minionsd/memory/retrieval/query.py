@@ -176,33 +176,45 @@ def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
             if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
 
 
-# What names one thing rather than a topic: a token with a digit (429, e1234, v2), a camelCase
-# token whole (TokenRefresher), a snake- or kebab-case compound glued (ERR_CONN_RESET ->
-# errconnreset), as task_terms spells them.
-_COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)+")
+# What names one thing rather than a topic: a snake- or kebab-case compound glued
+# (ERR_CONN_RESET -> errconnreset), a token with a digit (429, e1234, v2) or a camelCase hump
+# (TokenRefresher), as task_terms spells them. Words and compounds are found in one pass and
+# sorted out by string methods (a pattern for the kinds themselves backtracks at every word).
+_WORDS_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
 _TOKEN_RE = re.compile(r"[^\W_]+")
-_NAMING_RE = re.compile(r"\d|[a-z][A-Z]")
+_SEPARATORS = str.maketrans("", "", "-_")
 
 
 def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
     """The terms of a task that name one thing: identifiers, error codes, numbers and the
-    task's file names glued (see _COMPOUND_RE), lower-cased like task_terms. Whether one of them is
-    rare in the memory is for the candidate search to say."""
+    task's file names glued (see _NAMING_RE), lower-cased like task_terms. Whether one of
+    them is rare in the memory is for the candidate search to say."""
     if not isinstance(task, Mapping):
         return frozenset()
     found: set[str] = set()
+    paths: set[str] = set()
     for text, is_path in _field_texts(task):
         if not text:
             continue
-        if is_path:  # the file's name, glued: token_refresh.py -> tokenrefresh
-            stem, _ext = posixpath.splitext(posixpath.basename(normalise_path(text)))
-            found.add("".join(_TOKEN_RE.findall(stem)).lower())
+        if is_path:  # the file's name, glued: src/token_refresh.py -> tokenrefresh
+            if text not in paths:
+                paths.add(text)
+                name = text.replace("\\", "/").rstrip("/").rpartition("/")[2]
+                found.add("".join(_TOKEN_RE.findall(posixpath.splitext(name)[0])).lower())
             continue
-        for compound in _COMPOUND_RE.findall(text):
-            found.add("".join(_TOKEN_RE.findall(compound)).lower())
-        found.update(token.lower() for token in _TOKEN_RE.findall(text)
-                     if _NAMING_RE.search(token))
+        for word in _WORDS_RE.findall(text):
+            glued = word.translate(_SEPARATORS)
+            if len(glued) < len(word):  # a compound, and its parts that name something
+                found.add(glued.lower())
+                found.update(part.lower() for part in _TOKEN_RE.findall(word) if _names(part))
+            elif _names(word):
+                found.add(word.lower())
     return frozenset(found)
+
+
+def _names(word: str) -> bool:
+    """A token with a digit or a camelCase hump (not a capitalised or all-capital word)."""
+    return not word.isalpha() or not (word.islower() or word.isupper() or word.istitle())
 
 
 def cues(task: Mapping[str, Any]) -> Cues:

@@ -245,9 +245,10 @@ def rank_lazily(
     pending: list[tuple[Any, ...]] = []
     moment_of = memos.moment if memos is not None else parse_moment
     cues = cues or _NO_CUES
+    authors: dict[str, float] = {}  # author -> boost, worked out once per author
     for index, record in enumerate(candidates):
         parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now,
-                                    moment_of, cues)
+                                    moment_of, cues, authors)
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
         bound = sum(map(_VALUE, parts)) + most_path + 1e-9
@@ -268,7 +269,7 @@ def rank_lazily(
 def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, most: int,
                         scope_boosts: dict[str, float], now: datetime,
                         moment_of: Callable[[str], datetime | None], cues: Cues,
-                        ) -> tuple[tuple[str, float], ...]:
+                        authors: dict[str, float]) -> tuple[tuple[str, float], ...]:
     """Every part of the score but the path boost, in the order of the sum."""
     lexical = bm25 / best if best < 0 else 1.0
     count = record.get("matched_terms")
@@ -279,6 +280,11 @@ def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, mos
     )
     age = _age_days(record.get("created_at"), now, moment_of)
     scope = record.get("scope")
+    author = record.get("author")
+    if not isinstance(author, str):
+        author = ""
+    if author not in authors:
+        authors[author] = W_AUTHOR if cues.named(author) else 0.0
     return (
         ("lexical", max(0.0, min(1.0, lexical))),
         ("coverage", max(0.0, coverage)),
@@ -290,6 +296,6 @@ def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, mos
         ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
         ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
          else 0.0),
-        ("date", W_DATE if cues.dated(record.get("created_at")) else 0.0),
-        ("author", W_AUTHOR if cues.named(record.get("author")) else 0.0),
+        ("date", W_DATE if cues.has_dates and cues.dated(record.get("created_at")) else 0.0),
+        ("author", authors[author]),
     )
