@@ -387,16 +387,19 @@ def test_pack_leaves_out_records_below_the_cutoff() -> None:
 
 def test_the_cutoff_does_not_split_a_run_of_close_scores() -> None:
     """Below the floor (0.6 here) a record close to the one packed before it (FOLLOW) is
-    packed, down to LAST_FLOOR of the floor; the first clear drop ends the run."""
-    items = [S("M-1", 1.5, "a"), S("M-2", 0.7, "b"), S("M-3", 0.55, "c"), S("M-4", 0.42, "d"),
-             S("M-5", 0.31, "e"), S("M-6", 0.29, "f")]
+    packed, down to LAST_FLOOR of the floor (0.42); the first clear drop ends the run."""
+    assert (FOLLOW, LAST_FLOOR) == (0.8, 0.7)
+    items = [S("M-1", 1.5, "a"), S("M-2", 0.7, "b"), S("M-3", 0.58, "c"), S("M-4", 0.48, "d"),
+             S("M-5", 0.43, "e"), S("M-6", 0.41, "f")]
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    # M-6 follows M-5 closely but is below LAST_FLOOR of the floor.
     assert [s.id for s, _ in chosen] == ["M-1", "M-2", "M-3", "M-4", "M-5"]
-    # M-6 follows M-5 closely but is below LAST_FLOOR of the floor (0.3).
-    assert LAST_FLOOR * 0.4 * 1.5 > 0.29 >= FOLLOW * 0.31
     gap = [S("M-1", 1.5, "a"), S("M-2", 0.55, "b"), S("M-3", 0.54, "c")]
     _text, chosen = pack(gap, top_k=8, max_bytes=8192, min_score_ratio=0.4)
     assert [s.id for s, _ in chosen] == ["M-1"]  # a clear drop right after the best
+    drop = [S("M-1", 1.5, "a"), S("M-2", 0.7, "b"), S("M-3", 0.5, "c"), S("M-4", 0.49, "d")]
+    _text, chosen = pack(drop, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]  # 0.5 < 0.8 x 0.7: the run ends
 
 
 def test_a_record_with_a_rare_term_of_the_task_is_not_cut() -> None:
