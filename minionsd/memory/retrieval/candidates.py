@@ -55,7 +55,7 @@ def fetch_candidates(
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
     own bm25), ``matched_terms`` (how many of `terms` it contains) and ``rare_terms`` (the
     terms of `naming` it contains that are rare in the memory, :func:`rare_limit`, as a
-    tuple in `terms` order). Ties are broken by id.
+    tuple). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
