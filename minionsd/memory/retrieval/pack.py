@@ -63,9 +63,25 @@ class Comparable(NamedTuple):
 
     text: str  # its lower-cased words joined by single spaces
     shingles: frozenset[tuple[str, ...]]  # their 3-shingles
-    facts: frozenset[str]  # the numbers, identifiers and paths of its title and body (_facts)
-    negated: bool  # whether it says "not" (or "no", "never", "without", ...)
-    content: frozenset[str]  # its content words: no stop words, no plural s, 3+ characters
+    facts: frozenset[str]  # its title's and body's words with a digit or "_", paths (_facts)
+
+    def details(self) -> frozenset[str]:
+        """What else tells two facts apart, worked out only for two bodies with equal facts:
+        numbers written out, a number with the unit after it ("30 s" and "30 min"), and
+        whether it says "not" ("no", "never", "without", ...)."""
+        words = self.text.split(" ")
+        found = set(_NUMBER_WORDS.intersection(words))
+        found.update(f"{w} {unit}" for w, unit in itertools.pairwise(words)
+                     if unit in _UNITS and (w.isdigit() or w in _NUMBER_WORDS))
+        if not _NEGATIONS.isdisjoint(words):
+            found.add("~not")
+        return frozenset(found)
+
+    def content(self) -> frozenset[str]:
+        """Its content words: no stop words, a plural as its singular, 3+ characters (worked
+        out only for a possible restatement)."""
+        return frozenset(_singular(w) for w in self.text.split(" ")
+                         if len(w) > 2 and w not in STOP_WORDS)
 
 
 def _comparable(record: Mapping[str, Any], memos: TextMemos | None) -> Comparable:
@@ -84,17 +100,13 @@ def comparable_body(body: str, title: str = "") -> Comparable:
     """`body` as dedupe compares it; the title counts for its facts only."""
     lowered = body.lower()
     words = _WORD_RE.findall(lowered)
-    singular = [_singular(w) for w in words if len(w) > 2 and w not in STOP_WORDS]
     facts = _facts(lowered, words)
     if title:
         lowered_title = title.lower()
         facts |= _facts(lowered_title, _WORD_RE.findall(lowered_title))
-    return Comparable(" ".join(words), _shingles(words), facts,
-                      not _NEGATIONS.isdisjoint(words), frozenset(singular))
+    return Comparable(" ".join(words), _shingles(words), facts)
 
 
-# A path (a/b/c, a/b.py) or a file name (name.ext): what the digest's rule calls a path.
-_PATH_RE = re.compile(r"[\w*-]+(?:/[\w.*-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
 # Numbers written as words (not "one": mostly a pronoun), and the units that make "30 s" and
 # "30 min" two facts.
 _NUMBER_WORDS_TEXT = """
@@ -109,18 +121,27 @@ _NEGATIONS_TEXT = "not no never without nor cannot don doesn isn aren won should
 _NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
 _UNITS = frozenset(_UNITS_TEXT.split())
 _NEGATIONS = frozenset(_NEGATIONS_TEXT.split())
+# A path (a/b/c, a/b.py, proto/*.proto) or a file name (name.ext), looked for only in the
+# whitespace-separated pieces of a text around a "/" or a "." inside a word.
+_PATH_RE = re.compile(r"[\w*-]+(?:/[\w.*-]*\w)+|[\w-]{2,}\.[a-z]{1,5}\b")
+_PATH_MARK_RE = re.compile(r"/|\w\.[a-z]")
+_SPACE = (" ", "\n", "\t", "\r")
 
 
 def _facts(lowered: str, words: list[str]) -> frozenset[str]:
-    """The numbers, identifiers and paths of a lower-cased text: the consolidation digest's
-    rule (two lines that differ in one are two facts), read on words and paths so that
-    Markdown marks, case and punctuation around them do not count; a number is read with
-    the unit after it."""
-    facts = {w for w in words if "_" in w or not w.isalpha() or w in _NUMBER_WORDS}
-    facts.update(f"{w} {unit}" for w, unit in itertools.pairwise(words)
-                 if unit in _UNITS and (w.isdigit() or w in _NUMBER_WORDS))
-    if "/" in lowered or "." in lowered:
-        facts.update(_PATH_RE.findall(lowered))
+    """The numbers, identifiers and paths of a lower-cased text and its words: the
+    consolidation digest's rule (two lines that differ in one are two facts), read so that
+    Markdown marks, case and punctuation around them do not count. (String methods and set
+    lookups: a pattern for such words backtracks at every word and costs several times more.)"""
+    facts = {w for w in words if not w.isalpha()}
+    end = 0
+    for mark in _PATH_MARK_RE.finditer(lowered):
+        if mark.start() < end:
+            continue  # inside the piece just read
+        start = max(lowered.rfind(space, 0, mark.start()) for space in _SPACE) + 1
+        ends = [i for i in (lowered.find(space, mark.start()) for space in _SPACE) if i >= 0]
+        end = min(ends, default=len(lowered))
+        facts.update(_PATH_RE.findall(lowered, start, end))
     return frozenset(facts)
 
 
@@ -131,11 +152,12 @@ def _singular(word: str) -> str:
 
 def restates(a: Comparable, b: Comparable) -> bool:
     """Whether two bodies say the same fact in other words (see the module docstring)."""
-    if not a.facts or a.facts != b.facts or a.negated != b.negated \
-            or min(len(a.content), len(b.content)) < 3:
+    if not a.facts or a.facts != b.facts or a.details() != b.details():
         return False
-    larger = max(len(a.content), len(b.content))
-    return len(a.content & b.content) >= RESTATEMENT * larger
+    ours, theirs = a.content(), b.content()
+    if min(len(ours), len(theirs)) < 3:
+        return False
+    return len(ours & theirs) >= RESTATEMENT * max(len(ours), len(theirs))
 
 
 # Memoised (memos.py) only for bodies of ordinary size: words, text and shingles take ~26
@@ -189,7 +211,8 @@ class _Distinct:
         # A copy with one word changed is the same note, unless the word is a number, an
         # identifier or a path: then it is another fact.
         if any(len(shingles & other.shingles) >= NEAR_DUPLICATE * min(n, size)
-               and seen.facts == other.facts for size, _order, other in self.by_size[low:high]):
+               and seen.facts == other.facts and seen.details() == other.details()
+               for size, _order, other in self.by_size[low:high]):
             return False
         if seen.facts and any(restates(seen, other) for other in self.with_facts):
             return False
