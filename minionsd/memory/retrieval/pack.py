@@ -36,7 +36,7 @@ import itertools
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from minionsd.memory.retrieval.rank import Scored
 from minionsd.text.ftsquery import STOP_WORDS
@@ -58,28 +58,53 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-class Comparable(NamedTuple):
-    """A record's body as dedupe compares it (see the module docstring)."""
+class Comparable:
+    """A record's body as dedupe compares it (see the module docstring). What only a
+    comparison of two bodies needs is worked out when first asked for and kept (a memoised
+    body keeps it too); the values never change, so two threads working one out agree."""
 
-    text: str  # its lower-cased words joined by single spaces
-    shingles: frozenset[tuple[str, ...]]  # their 3-shingles
-    facts: frozenset[str]  # its title's and body's words with a digit or "_", paths (_facts)
+    __slots__ = ("_details", "_facts", "_lowered", "_title", "named", "shingles", "text")
+
+    def __init__(self, lowered: str, title: str) -> None:
+        words = _WORD_RE.findall(lowered)
+        self.text = " ".join(words)  # its lower-cased words joined by single spaces
+        self.shingles = _shingles(words)  # their 3-shingles
+        # Words with a digit or "_" (in its title too): the cheap part of its facts.
+        self.named = frozenset(w for w in words if not w.isalpha())
+        if title:
+            self.named |= frozenset(w for w in _WORD_RE.findall(title) if not w.isalpha())
+        self._lowered, self._title = lowered, title
+        self._facts: frozenset[str] | None = None
+        self._details: frozenset[str] | None = None
+
+    def facts(self) -> frozenset[str]:
+        """Its numbers, identifiers and paths: `named`, and the paths and file names of its
+        title and body (_paths)."""
+        if self._facts is None:
+            self._facts = self.named | _paths(self._lowered) | _paths(self._title)
+        return self._facts
 
     def details(self) -> frozenset[str]:
-        """What else tells two facts apart, worked out only for two bodies with equal facts:
-        numbers written out, a number with the unit after it ("30 s" and "30 min"), and
-        whether it says "not" ("no", "never", "without", ...)."""
-        words = self.text.split(" ")
-        found = set(_NUMBER_WORDS.intersection(words))
-        found.update(f"{w} {unit}" for w, unit in itertools.pairwise(words)
-                     if unit in _UNITS and (w.isdigit() or w in _NUMBER_WORDS))
-        if not _NEGATIONS.isdisjoint(words):
-            found.add("~not")
-        return frozenset(found)
+        """What else tells two facts apart: numbers written out, a number with the unit
+        after it ("30 s" and "30 min"), and whether it says "not" ("no", "never", ...)."""
+        if self._details is None:
+            words = self.text.split(" ")
+            found = set(_NUMBER_WORDS.intersection(words))
+            found.update(f"{w} {unit}" for w, unit in itertools.pairwise(words)
+                         if unit in _UNITS and (w.isdigit() or w in _NUMBER_WORDS))
+            if not _NEGATIONS.isdisjoint(words):
+                found.add("~not")
+            self._details = frozenset(found)
+        return self._details
+
+    def same_facts(self, other: Comparable) -> bool:
+        """Equal numbers, identifiers and paths, numbers in words, units and negation (the
+        cheap part compared first)."""
+        return (self.named == other.named and self.facts() == other.facts()
+                and self.details() == other.details())
 
     def content(self) -> frozenset[str]:
-        """Its content words: no stop words, a plural as its singular, 3+ characters (worked
-        out only for a possible restatement)."""
+        """Its content words: no stop words, a plural as its singular, 3+ characters."""
         return frozenset(_singular(w) for w in self.text.split(" ")
                          if len(w) > 2 and w not in STOP_WORDS)
 
@@ -98,13 +123,7 @@ def _comparable(record: Mapping[str, Any], memos: TextMemos | None) -> Comparabl
 
 def comparable_body(body: str, title: str = "") -> Comparable:
     """`body` as dedupe compares it; the title counts for its facts only."""
-    lowered = body.lower()
-    words = _WORD_RE.findall(lowered)
-    facts = _facts(lowered, words)
-    if title:
-        lowered_title = title.lower()
-        facts |= _facts(lowered_title, _WORD_RE.findall(lowered_title))
-    return Comparable(" ".join(words), _shingles(words), facts)
+    return Comparable(body.lower(), title.lower())
 
 
 # Numbers written as words (not "one": mostly a pronoun), and the units that make "30 s" and
@@ -128,12 +147,10 @@ _PATH_MARK_RE = re.compile(r"/|\w\.[a-z]")
 _SPACE = (" ", "\n", "\t", "\r")
 
 
-def _facts(lowered: str, words: list[str]) -> frozenset[str]:
-    """The numbers, identifiers and paths of a lower-cased text and its words: the
-    consolidation digest's rule (two lines that differ in one are two facts), read so that
-    Markdown marks, case and punctuation around them do not count. (String methods and set
-    lookups: a pattern for such words backtracks at every word and costs several times more.)"""
-    facts = {w for w in words if not w.isalpha()}
+def _paths(lowered: str) -> frozenset[str]:
+    """The paths and file names of a lower-cased text (the digest's rule counts them among a
+    note's facts), read in the pieces around a "/" or a dotted name only."""
+    found: set[str] = set()
     end = 0
     for mark in _PATH_MARK_RE.finditer(lowered):
         if mark.start() < end:
@@ -141,8 +158,8 @@ def _facts(lowered: str, words: list[str]) -> frozenset[str]:
         start = max(lowered.rfind(space, 0, mark.start()) for space in _SPACE) + 1
         ends = [i for i in (lowered.find(space, mark.start()) for space in _SPACE) if i >= 0]
         end = min(ends, default=len(lowered))
-        facts.update(_PATH_RE.findall(lowered, start, end))
-    return frozenset(facts)
+        found.update(_PATH_RE.findall(lowered, start, end))
+    return frozenset(found)
 
 
 def _singular(word: str) -> str:
@@ -152,8 +169,8 @@ def _singular(word: str) -> str:
 
 def restates(a: Comparable, b: Comparable) -> bool:
     """Whether two bodies say the same fact in other words (see the module docstring)."""
-    if not a.facts or a.facts != b.facts or a.details() != b.details():
-        return False
+    if not a.same_facts(b) or not (a.facts() or a.details() - {"~not"}):
+        return False  # no number, identifier or path to be sure of
     ours, theirs = a.content(), b.content()
     if min(len(ours), len(theirs)) < 3:
         return False
@@ -198,7 +215,7 @@ class _Distinct:
         # Admitted bodies sorted by their shingle count: only bodies of similar size
         # (SIZE_RATIO) can be near duplicates, so only those are compared.
         self.by_size: list[tuple[int, int, Comparable]] = []
-        self.with_facts: list[Comparable] = []  # admitted bodies naming a fact, for restates
+        self.admitted: list[Comparable] = []
 
     def admit(self, item: Scored) -> bool:
         seen = _comparable(item.record, self.memos)
@@ -211,13 +228,11 @@ class _Distinct:
         # A copy with one word changed is the same note, unless the word is a number, an
         # identifier or a path: then it is another fact.
         if any(len(shingles & other.shingles) >= NEAR_DUPLICATE * min(n, size)
-               and seen.facts == other.facts and seen.details() == other.details()
-               for size, _order, other in self.by_size[low:high]):
+               and seen.same_facts(other) for size, _order, other in self.by_size[low:high]):
             return False
-        if seen.facts and any(restates(seen, other) for other in self.with_facts):
+        if any(restates(seen, other) for other in self.admitted):
             return False
-        if seen.facts:
-            self.with_facts.append(seen)
+        self.admitted.append(seen)
         self.seen_bodies.add(seen.text)
         bisect.insort(self.by_size, (n, len(self.seen_bodies), seen))
         return True
