@@ -17,7 +17,7 @@ PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS, "restated")
 
 
 def _switch_off(parts: set[str]) -> None:
-    from minionsd.memory.retrieval import candidates, pack, query, rank
+    from minionsd.memory.retrieval import candidates, dedupe, query, rank
     from minionsd.storage import fts
     from minionsd.text.ftsquery import STOP_WORDS
 
@@ -50,7 +50,7 @@ def _switch_off(parts: set[str]) -> None:
     if without("author"):
         rank.W_AUTHOR = 0.0
     if without("restated"):  # no two bodies share more than all their words
-        pack.RESTATEMENT = 2.0
+        dedupe.RESTATEMENT = 2.0
 
 
 _parts = {p for p in os.environ.get("EVAL_WITHOUT", "").split(",") if p}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.memory.retrieval.pack import comparable_body, dedupe, restates
+from minionsd.memory.retrieval.dedupe import comparable_body, dedupe, restates
 from minionsd.memory.retrieval.rank import Scored
 
 NOTE = ("Journal entries must balance: post_entry() in ledger/post.py rejects a JournalEntry "

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
+from types import MappingProxyType
 from typing import Any
 
 DAY_WINDOW_DAYS = 7
@@ -28,7 +29,8 @@ _MONTH_NAMES = (
     ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
     ("october", "oct"), ("november", "nov"), ("december", "dec"))
-_MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, 1) for name in names}
+_MONTHS = MappingProxyType({name: number for number, names in enumerate(_MONTH_NAMES, 1)
+                            for name in names})
 # Without a year a month is read only written out and capitalised ("in July", not "jul").
 _FULL_NAMES = frozenset(names[0].capitalize() for names in _MONTH_NAMES)
 _MONTH = r"(?P<month>[A-Za-z]{3,9})\.?"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from minionsd.memory.retrieval import synonyms
@@ -182,7 +183,7 @@ def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
 # sorted out by string methods (a pattern for the kinds themselves backtracks at every word).
 _WORDS_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
 _TOKEN_RE = re.compile(r"[^\W_]+")
-_SEPARATORS = str.maketrans("", "", "-_")
+_SEPARATORS = MappingProxyType(str.maketrans("", "", "-_"))
 
 
 def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
