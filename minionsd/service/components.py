@@ -13,6 +13,7 @@ from minionsd.memory import jobs
 from minionsd.memory.app import App
 from minionsd.memory.backup import BackupSurface
 from minionsd.memory.recall import RecallSurface
+from minionsd.memory.tokens import TokenSurface
 from minionsd.service.consolidation import ConsolidationService
 from minionsd.service.health import Health
 from minionsd.service.schedule import Scheduler
@@ -36,6 +37,7 @@ def build(app: App, notifier: Notifier, *,
         kb_watcher,
         KnowledgeSurface(app),
         RecallSurface(app),
+        TokenSurface(app),
         BackupSurface(app, pause_consolidation=consolidation.paused),
         Scheduler(app, jobs.job_table(upkeep)),
         Health(app, notifier, watchers_alive=inbox_watcher.healthy),
