@@ -97,7 +97,8 @@ class Authenticator:
         """The token's identity. `client` (the peer address) throttles failed attempts."""
         if client is not None:
             wait = self.failures.blocked(client)
-            if wait > 0:
+            token = bearer(headers)
+            if wait > 0 and not (token and self.verifier.recently_valid(token)):
                 raise HttpRefusal(429, "rate", "too many requests with bad tokens from this "
                                   "address; retry later",
                                   {"Retry-After": str(max(1, math.ceil(wait)))})

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd.gateway.auth import RateLimiter
+from minionsd.gateway.auth import Authenticator, HttpRefusal, RateLimiter
 from minionsd.gateway.guard import query_holds_token
 from minionsd.gateway.identity import (
     ADMIN_METHODS,
@@ -107,6 +107,35 @@ def test_a_revocation_is_seen_within_the_cache_bound():
         assert link.calls == 2
 
     asyncio.run(main())
+
+
+def test_a_guessing_address_does_not_lock_out_a_token_known_good():
+    link = FakeLink()
+    verifier = TokenVerifier(link)
+    auth = Authenticator(verifier, RateLimiter(1000, 1000))
+    good, fresh = "mnt_" + "g" * 43, "mnt_" + "f" * 43
+
+    async def main() -> list[int]:
+        await auth.identify({"authorization": f"Bearer {good}"}, client="10.0.0.9")
+        link.answer = {"valid": False, "reason": "unknown"}
+        statuses = []
+        for n in range(25):
+            try:
+                await auth.identify({"authorization": f"Bearer mnt_{n:043d}"},
+                                    client="10.0.0.9")
+            except HttpRefusal as exc:
+                statuses.append(exc.status)
+        link.answer = {"valid": True, "name": "t", "agent": "bot", "scopes": ["read"],
+                       "project": None, "expires_at": None}
+        assert (await auth.identify({"authorization": f"Bearer {good}"},
+                                    client="10.0.0.9")).agent == "bot"
+        with pytest.raises(HttpRefusal) as refused:  # never seen valid: still throttled
+            await auth.identify({"authorization": f"Bearer {fresh}"}, client="10.0.0.9")
+        assert refused.value.status == 429
+        return statuses
+
+    statuses = asyncio.run(main())
+    assert statuses[0] == 401 and statuses[-1] == 429
 
 
 def test_the_rate_limiter_allows_the_burst_then_the_rate():
