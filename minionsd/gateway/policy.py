@@ -38,7 +38,7 @@ _AUTHOR_PARAMS: dict[str, tuple[str, ...]] = {
 # methods whose `project` a project-bound token fixes.
 _PROJECT_METHODS = frozenset({"inbox.submit", "knowledge.create", "memory.add",
                               "episode.capture", "memory.retrieve", "prompt.assemble",
-                              "memory.search"})
+                              "memory.search", "knowledge.list", "knowledge.get"})
 
 
 class Forbidden(Exception):

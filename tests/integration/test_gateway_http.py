@@ -184,6 +184,24 @@ def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
     assert reply["result"]["status"] == "retracted"
 
 
+def test_a_project_bound_token_reads_no_other_projects_knowledge(env):
+    made = {project: env.daemon.call("knowledge.create", category="project-notes",
+                                     title=f"Rounding in {project or 'every project'}",
+                                     body=f"How {project} rounds.", author="alice",
+                                     project=project)["path"]
+            for project in ("billing", "payments", None)}
+    listed = call_rpc(env.gateway, env.bound, "knowledge.list", project="billing")
+    paths = {entry["path"] for entry in listed["result"]["entries"]}
+    assert paths == {made["payments"], made[None]}
+    reply = call_rpc(env.gateway, env.bound, "knowledge.get", path=made["billing"])
+    assert reply["error"]["code"] == -32001
+    assert "rounds" in call_rpc(env.gateway, env.bound, "knowledge.get",
+                                path=made["payments"])["result"]["body"]
+    # The same entries on the socket and through an unbound token: all three.
+    assert {e["path"] for e in env.daemon.call("knowledge.list")["entries"]} >= set(
+        made.values())
+
+
 # --- browser and network safety ------------------------------------------------------------
 
 def test_a_foreign_host_is_421_and_a_foreign_origin_403(env):
