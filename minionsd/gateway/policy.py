@@ -38,7 +38,8 @@ _AUTHOR_PARAMS: dict[str, tuple[str, ...]] = {
 # methods whose `project` a project-bound token fixes.
 _PROJECT_METHODS = frozenset({"inbox.submit", "knowledge.create", "memory.add",
                               "episode.capture", "memory.retrieve", "prompt.assemble",
-                              "memory.search", "knowledge.list", "knowledge.get"})
+                              "memory.search", "knowledge.list", "knowledge.get",
+                              "inbox.list"})
 
 
 class Forbidden(Exception):
@@ -79,6 +80,10 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
         note["author"] = identity.agent
     if method in ("memory.add", "knowledge.create", "episode.capture"):
         out["trust"] = "agent"
+    if identity.project is not None and method == "inbox.list" and out.get("quarantined"):
+        raise Forbidden(f"token {identity.name!r} is bound to project {identity.project}, and "
+                        "quarantined files name no project they could be checked against; "
+                        "list them with an unbound token", method=method)
     if identity.project is not None and method in _PROJECT_METHODS:
         out["project"] = identity.project
         if method == "memory.add":

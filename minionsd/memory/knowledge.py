@@ -21,7 +21,7 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import ReadWarnings, create_new_text, decode_lenient
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.memory.consolidate import classify
-from minionsd.memory.inbox import check_author
+from minionsd.memory.inbox import check_author, note_project
 from minionsd.storage import kb_index, records
 from minionsd.text.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
 from minionsd.text.redact import redact
@@ -175,7 +175,7 @@ def list_entries(home: Home, category: object = None,
         if text is None:
             continue
         meta, body = _parsed(text)
-        own = _project(meta)
+        own = note_project(meta)
         if project is not None and own not in (None, project):
             continue
         entries.append({"path": home.rel(path), "category": path.parent.name,
@@ -194,11 +194,6 @@ def _parsed(text: str) -> tuple[dict[str, Any], str]:
     except FrontMatterError:
         return {}, text
     return (meta if isinstance(meta, dict) else {}), body
-
-
-def _project(meta: dict[str, Any]) -> str | None:
-    value = meta.get("project")
-    return str(value) if isinstance(value, str | int) and str(value).strip() else None
 
 
 def _title_of(meta: dict[str, Any], body: str, path: Path) -> str:
@@ -223,7 +218,7 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
         raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
                             "symlink is never followed)", param="path")
     meta, body = _parsed(text)
-    own = _project(meta)
+    own = note_project(meta)
     if project is not None and own not in (None, project):
         raise NotFound(f"no knowledge entry at {rel} in project {project}", path=rel)
     return {"path": str(rel), "category": parts[1], "title": _title_of(meta, body, path),

@@ -21,7 +21,7 @@ from minionsd.memory import quarantine
 from minionsd.memory.app import App
 from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
-from minionsd.memory.inbox import Inbox
+from minionsd.memory.inbox import Inbox, note_project
 from minionsd.storage import journal, submissions
 from minionsd.threads import run_in_daemon_thread
 
@@ -200,9 +200,11 @@ class ConsolidationService:
             self.poke()
             return result
 
-        async def inbox_list(quarantined: Any = False) -> dict[str, Any]:
+        async def inbox_list(quarantined: Any = False, project: Any = None) -> dict[str, Any]:
             if not isinstance(quarantined, bool):
                 raise InvalidParams("'quarantined' must be true or false", param="quarantined")
+            if project is not None and not isinstance(project, str):
+                raise InvalidParams("'project' must be a string", param="project")
             if quarantined:
                 return {"quarantined": await run_in_daemon_thread(
                     quarantine.list_quarantined, self.app.home.quarantine,
@@ -211,7 +213,8 @@ class ConsolidationService:
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
                  "eligible": state.is_eligible(n), "held": n.held}
-                for n in state.notes]}
+                for n in state.notes
+                if project is None or note_project(n.meta) in (None, project)]}
 
         async def inbox_hold(name: Any, held: Any) -> dict[str, Any]:
             check_name(name, "name")

@@ -184,7 +184,7 @@ def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
     assert reply["result"]["status"] == "retracted"
 
 
-def test_a_project_bound_token_reads_no_other_projects_knowledge(env):
+def test_a_project_bound_token_reads_no_other_projects_knowledge_or_inbox(env):
     made = {project: env.daemon.call("knowledge.create", category="project-notes",
                                      title=f"Rounding in {project or 'every project'}",
                                      body=f"How {project} rounds.", author="alice",
@@ -197,6 +197,15 @@ def test_a_project_bound_token_reads_no_other_projects_knowledge(env):
     assert reply["error"]["code"] == -32001
     assert "rounds" in call_rpc(env.gateway, env.bound, "knowledge.get",
                                 path=made["payments"])["result"]["body"]
+    # The inbox too: another project's pending notes are not listed, quarantine is refused.
+    for project in ("billing", "payments"):
+        env.daemon.call("inbox.submit", body=f"{project} note", author="alice",
+                        title=f"pending in {project}", project=project, hold=True)
+    names = [n["name"] for n in call_rpc(env.gateway, env.bound, "inbox.list")["result"]["notes"]]
+    assert any("payments" in n for n in names) and not any("billing" in n for n in names)
+    reply = call_rpc(env.gateway, env.bound, "inbox.list", quarantined=True)
+    assert reply["error"]["code"] == -32004
+    assert len(env.daemon.call("inbox.list")["notes"]) >= 2
     # The same entries on the socket and through an unbound token: all three.
     assert {e["path"] for e in env.daemon.call("knowledge.list")["entries"]} >= set(
         made.values())
