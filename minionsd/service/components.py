@@ -12,6 +12,7 @@ from typing import Any
 from minionsd.memory import jobs
 from minionsd.memory.app import App
 from minionsd.memory.backup import BackupSurface
+from minionsd.memory.browse import BrowseSurface
 from minionsd.memory.recall import RecallSurface
 from minionsd.service.consolidation import ConsolidationService
 from minionsd.service.health import Health
@@ -30,12 +31,14 @@ def build(app: App, notifier: Notifier, *,
     upkeep = jobs.InboxUpkeep(
         check_watchers=(inbox_watcher.check_observer, kb_watcher.check_observer),
         scan=consolidation.scan_report, poke=consolidation.poke_threadsafe)
+    recall = RecallSurface(app)
     return [
         consolidation,
         inbox_watcher,
         kb_watcher,
         KnowledgeSurface(app),
-        RecallSurface(app),
+        recall,
+        BrowseSurface(app, recall.telemetry),
         BackupSurface(app, pause_consolidation=consolidation.paused),
         Scheduler(app, jobs.job_table(upkeep)),
         Health(app, notifier, watchers_alive=inbox_watcher.healthy),

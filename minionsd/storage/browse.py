@@ -1,0 +1,235 @@
+"""Reads for the people who look inside (the web view, SPEC §5.3): records browsed with filters
+and stable pagination, a record's supersede chain, the retrievals that selected a record and an
+agent's latest retrievals.
+
+Pagination is keyset, never OFFSET over a changing table: browsing pages newest first by the
+record's row number (`cursor` "s<seq>": the rows older than it), so a page keeps its rows while
+new records arrive; a text search ranks by bm25 and pages by position ("o<n>"), which is as
+stable as the ranking itself. Telemetry rows whose task id starts with `web-try:` were made by a
+person trying a task in the view: they never count as an agent's recall.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams
+from minionsd.storage import fts, records, telemetry
+from minionsd.storage.record_fields import STATUSES, TRUSTS, TYPES, check_choice, check_scope
+from minionsd.text import ftsquery
+
+BROWSE_MAX_LIMIT = 200
+CHAIN_MAX = 50
+WEB_TRY_PREFIX = "web-try:"
+# Record keys a list row carries: everything but the body and meta, plus an excerpt.
+ROW_KEYS = tuple(k for k in records.WIRE_KEYS if k not in ("body", "meta"))
+EXCERPT_CHARS = 240
+_NOT_WEB = "(t.task_id IS NULL OR t.task_id NOT LIKE 'web-try:%')"
+
+
+def _limit(value: Any, default: int, top: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {top}", param="limit")
+    return value
+
+
+def _status_condition(status: str) -> str:
+    """Index-friendly effective status: an active record past expires_at reads as expired."""
+    if status == "active":
+        return "r.status = 'active' AND (r.expires_at IS NULL OR r.expires_at > :now)"
+    if status == "expired":
+        return ("(r.status = 'expired' OR (r.status = 'active' AND r.expires_at IS NOT NULL "
+                "AND r.expires_at <= :now))")
+    return "r.status = :status"
+
+
+def _filters(params: Mapping[str, Any], now: datetime) -> tuple[list[str], dict[str, Any]]:
+    where: list[str] = []
+    binds: dict[str, Any] = {"now": iso(now)}
+    status = params.get("status")
+    if status is None:
+        status = "active"
+    if status != "all":
+        binds["status"] = check_choice(status, "status", STATUSES)
+        where.append(_status_condition(status))
+    if params.get("type") is not None:
+        binds["type"] = check_choice(params["type"], "type", TYPES)
+        where.append("r.type = :type")
+    if params.get("trust") is not None:
+        binds["trust"] = check_choice(params["trust"], "trust", TRUSTS)
+        where.append("r.trust = :trust")
+    if params.get("scope") is not None:
+        binds["scope"] = check_scope(params["scope"])
+        where.append("r.scope = :scope")
+    for column in ("project", "agent"):
+        value = params.get(column)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value or len(value) > 200:
+            raise InvalidParams(f"'{column}' must be a non-empty string of at most 200 "
+                                "characters", param=column)
+        binds[column] = value
+        where.append(f"r.{column} = :{column}")
+    return where, binds
+
+
+def _cursor(value: Any, kind: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if (not isinstance(value, str) or len(value) > 24 or value[:1] != kind
+            or not value[1:].isdigit()):
+        raise InvalidParams("'cursor' must be the next_cursor of an earlier page of the same "
+                            "listing", param="cursor")
+    return int(value[1:])
+
+
+def _row(row: Mapping[str, Any], snippet: str | None = None) -> dict[str, Any]:
+    record = records.to_wire(row)
+    body = record["body"]
+    excerpt = snippet if snippet else " ".join(body[:EXCERPT_CHARS * 2].split())[:EXCERPT_CHARS]
+    return {key: record[key] for key in ROW_KEYS} | {"excerpt": excerpt}
+
+
+def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    """{records: [row], total, next_cursor}: newest first, or best first for a `query`."""
+    query = params.get("query")
+    if query is not None and not isinstance(query, str):
+        raise InvalidParams("'query' must be a string", param="query")
+    limit = _limit(params.get("limit"), 50, BROWSE_MAX_LIMIT)
+    where, binds = _filters(params, now)
+    expression = ftsquery.search_expression(query) if query and query.strip() else None
+    if query and query.strip() and expression is None:
+        return {"records": [], "total": 0, "next_cursor": None}
+    if expression is None:
+        return _newest(conn, where, binds, limit, _cursor(params.get("cursor"), "s"))
+    return _ranked(conn, where, binds | {"expr": expression}, limit,
+                   _cursor(params.get("cursor"), "o") or 0)
+
+
+def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
+            before: int | None) -> dict[str, Any]:
+    condition = " AND ".join(where) or "1"
+    page_where = condition + (" AND r.seq < :before" if before is not None else "")
+    rows = conn.execute(
+        f"""SELECT r.*, {records.EFFECTIVE_STATUS} AS eff_status FROM memory_records r
+            WHERE {page_where} ORDER BY r.seq DESC LIMIT :limit""",
+        binds | {"before": before, "limit": limit + 1}).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    total = conn.execute(f"SELECT count(*) FROM memory_records r WHERE {condition}",
+                         binds).fetchone()[0]
+    return {"records": [_row(r) for r in rows], "total": total,
+            "next_cursor": f"s{rows[-1]['seq']}" if more else None}
+
+
+def _ranked(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
+            offset: int) -> dict[str, Any]:
+    condition = " AND ".join(where) or "1"
+    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+    ranked = conn.execute(
+        f"""SELECT r.seq AS seq FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
+              AND {condition}
+            ORDER BY memory_fts.rank, r.id LIMIT :limit OFFSET :offset""",
+        binds | {"limit": limit + 1, "offset": offset}).fetchall()
+    more = len(ranked) > limit
+    order = {row["seq"]: i for i, row in enumerate(ranked[:limit])}
+    rows = []
+    if order:
+        seqs = ", ".join(str(int(seq)) for seq in order)
+        rows = conn.execute(
+            f"""SELECT r.*, {records.EFFECTIVE_STATUS} AS eff_status,
+                       snippet(memory_fts, 1, '', '', '…', 24) AS snippet
+                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
+            binds).fetchall()
+        rows.sort(key=lambda row: order[row["seq"]])
+    total = conn.execute(
+        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
+    return {"records": [_row(r, records.plain_snippet(r["snippet"])) for r in rows],
+            "total": total, "next_cursor": f"o{offset + limit}" if more else None}
+
+
+# --- one record's neighbours ------------------------------------------------------------------
+
+def _brief(conn: sqlite3.Connection, record_id: str, now: datetime) -> dict[str, Any] | None:
+    row = conn.execute(
+        f"""SELECT r.id, r.title, r.superseded_by, {records.EFFECTIVE_STATUS} AS status
+            FROM memory_records r WHERE r.id = :id""", {"id": record_id, "now": iso(now)}
+    ).fetchone()
+    return None if row is None else dict(row)
+
+
+def supersede_chain(conn: sqlite3.Connection, record_id: str,
+                    now: datetime) -> dict[str, list[dict[str, Any]]]:
+    """{superseded_by: newer records, nearest first; supersedes: older records, nearest
+    first}, each {id, title, status}; a cycle or a missing id ends a chain."""
+    newer: list[dict[str, Any]] = []
+    seen = {record_id}
+    start = _brief(conn, record_id, now)
+    nxt = start["superseded_by"] if start else None
+    while nxt and nxt not in seen and len(newer) < CHAIN_MAX:
+        seen.add(nxt)
+        brief = _brief(conn, nxt, now)
+        if brief is None:
+            newer.append({"id": nxt, "title": None, "status": "missing"})
+            break
+        newer.append({k: brief[k] for k in ("id", "title", "status")})
+        nxt = brief["superseded_by"]
+    older: list[dict[str, Any]] = []
+    frontier = [record_id]
+    while frontier and len(older) < CHAIN_MAX:
+        found = conn.execute(
+            f"""SELECT r.id, r.title, {records.EFFECTIVE_STATUS} AS status FROM memory_records r
+                WHERE r.superseded_by = :id ORDER BY r.seq DESC""",
+            {"id": frontier.pop(0), "now": iso(now)}).fetchall()
+        for row in found:
+            if row["id"] not in seen:
+                seen.add(row["id"])
+                older.append(dict(row))
+                frontier.append(row["id"])
+    return {"superseded_by": newer, "supersedes": older[:CHAIN_MAX]}
+
+
+def selections(conn: sqlite3.Connection, record_id: str, limit: Any) -> dict[str, Any]:
+    """The agents' retrievals that selected `record_id`, newest first: {rows, total}."""
+    limit = _limit(limit, 50, telemetry.MAX_ROWS)
+    rows = conn.execute(
+        f"""SELECT t.* FROM retrieval_selections s
+            JOIN retrieval_telemetry t ON t.seq = s.telemetry_seq
+            WHERE s.record_id = ? AND {_NOT_WEB}
+            ORDER BY s.telemetry_seq DESC LIMIT ?""", (record_id, limit)).fetchall()
+    total = conn.execute(
+        f"""SELECT count(*) FROM retrieval_selections s
+            JOIN retrieval_telemetry t ON t.seq = s.telemetry_seq
+            WHERE s.record_id = ? AND {_NOT_WEB}""", (record_id,)).fetchone()[0]
+    return {"rows": [telemetry.to_wire(r) for r in rows], "total": total}
+
+
+def agent_retrievals(conn: sqlite3.Connection, agent: str, limit: Any) -> list[dict[str, Any]]:
+    """An agent's latest retrievals (its own, not the view's tries), newest first."""
+    limit = _limit(limit, 20, telemetry.MAX_ROWS)
+    rows = conn.execute(
+        f"""SELECT t.* FROM retrieval_telemetry t INDEXED BY retrieval_telemetry_agent
+            WHERE t.agent = ? AND {_NOT_WEB} ORDER BY t.seq DESC LIMIT ?""",
+        (agent, limit)).fetchall()
+    return [telemetry.to_wire(r) for r in rows]
+
+
+def last_retrieval_at(conn: sqlite3.Connection, agents: list[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for agent in agents:
+        row = conn.execute(
+            f"""SELECT t.at FROM retrieval_telemetry t INDEXED BY retrieval_telemetry_agent
+                WHERE t.agent = ? AND {_NOT_WEB} ORDER BY t.seq DESC LIMIT 1""",
+            (agent,)).fetchone()
+        out[agent] = row[0] if row else None
+    return out
