@@ -98,6 +98,19 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "socket": Key("", str, "Socket path; empty = <home>/engine/minionsd.sock."),
         "max_request_bytes": _int(1048576, "Longest accepted request line.", 1024),
     },
+    "gateway": {
+        "listen": Key("127.0.0.1:8765", str,
+                      "host:port of `minionsctl serve`; not loopback needs TLS or behind_proxy."),
+        "public_url": Key("", str, "The URL clients use (behind a proxy); empty = from listen."),
+        "tls_cert": Key("", str, "PEM certificate; with tls_key the gateway speaks HTTPS."),
+        "tls_key": Key("", str, "PEM private key of tls_cert."),
+        "behind_proxy": Key(False, bool, "TLS ends at a reverse proxy; trust its X-Forwarded-*."),
+        "allowed_hosts": Key([], list, "Host headers accepted besides listen and public_url."),
+        "allowed_origins": Key([], list, "Browser Origins accepted besides public_url's own."),
+        "rate_per_s": _int(20, "Per token: sustained requests per second.", 1),
+        "rate_burst": _int(40, "Per token: requests allowed in a burst.", 1),
+        "session_hours": _int(12, "Web view sign-in lifetime in hours.", 1),
+    },
     "trust": {
         "human_authors": Key(
             [], list, "Authors whose notes get human trust; empty = the daemon user's login."

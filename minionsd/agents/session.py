@@ -4,11 +4,17 @@ daemon call per request.
 Every call opens its own connection, so a daemon restart between two calls costs nothing,
 and a daemon that is down or hung turns into :class:`ToolFailure` with a message an agent
 (or its human) can act on. Standard library and minionsd's client only.
+
+The way to the daemon is pluggable: a session made with a `transport` (a function of method
+and params that raises the client's errors) sends every call through it instead of the socket,
+so the same tools run over the socket, over a gateway's /rpc (`minionsctl mcp --url`) or
+inside the gateway itself (on behalf of a token). `Session.call` stays the one interface.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,8 @@ from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_
 from minionsd.text.fence import FENCE_NAME
 
 CALL_TIMEOUT_S = 30.0
+# method, params -> result; raises RpcError, DaemonUnavailable, TimeoutError or OSError.
+Transport = Callable[[str, dict[str, Any]], Any]
 
 
 class ToolFailure(Exception):
@@ -35,6 +43,9 @@ class Session:
     agent: str
     project: str | None
     timeout: float = CALL_TIMEOUT_S
+    transport: Transport | None = None
+    # Where the transport leads, for messages (a gateway URL); None: the socket.
+    endpoint: str | None = None
 
     @classmethod
     def create(cls, home: str | None, socket: str | None, agent: str, project: str | None,
@@ -52,17 +63,33 @@ class Session:
                 "again.")
 
     def unreachable(self, reason: str) -> ToolFailure:
+        if self.endpoint is not None:
+            text = (f"minionsd is not reachable through {self.endpoint} ({reason}). Check "
+                    "that the gateway (`minionsctl serve`) and the daemon behind it run.")
+            return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
+                                                "url": self.endpoint, "detail": reason}})
         text = (f"minionsd is not reachable: nothing answers on {self.socket} ({reason}). "
                 + self.start_hint())
         return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
                                             "socket": str(self.socket), "detail": reason}})
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        """One JSON-RPC call on a fresh connection; ToolFailure on any failure."""
+    def _send(self, method: str, params: dict[str, Any]) -> Any:
+        if self.transport is not None:
+            return self.transport(method, params)
         client = Client(self.socket, timeout=self.timeout)
         try:
             return client.call(method, params)
+        finally:
+            client.close()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One JSON-RPC call (a fresh socket connection, or the transport); ToolFailure on any
+        failure."""
+        try:
+            return self._send(method, params)
         except DaemonUnavailable as exc:
+            if self.transport is not None:
+                raise self.unreachable(str(exc)) from None
             refused = isinstance(exc.__cause__, ConnectionRefusedError)
             raise self.unreachable("connection refused: the daemon is not running" if refused
                                    else "no socket file there") from None
@@ -77,8 +104,6 @@ class Session:
         except (ConnectionError, OSError, ValueError) as exc:
             # ValueError: a reply that is not JSON, i.e. something else owns the socket.
             raise self.unreachable(f"{type(exc).__name__}: {exc}") from None
-        finally:
-            client.close()
 
 
 def extract_section(prompt_text: str, source: str) -> str | None:

@@ -10,7 +10,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from minionsd.cli import admin, agents, inbox, knowledge, local, recall, records, status
+from minionsd.cli import (
+    admin,
+    agents,
+    gateway,
+    inbox,
+    knowledge,
+    local,
+    recall,
+    records,
+    status,
+)
 from minionsd.cli.common import Command
 
 
@@ -34,10 +44,11 @@ class Parser(argparse.ArgumentParser):
 COMMANDS: dict[str, Command] = {
     **local.COMMANDS, **status.COMMANDS, **inbox.COMMANDS, **records.COMMANDS,
     **knowledge.COMMANDS, **recall.COMMANDS, **admin.COMMANDS, **agents.COMMANDS,
+    **gateway.COMMANDS,
 }
 _ADDERS = (local.add_init_parser, status.add_parsers, inbox.add_parsers, records.add_parsers,
            knowledge.add_parsers, recall.add_parsers, admin.add_parsers, local.add_parsers,
-           agents.add_agent_parsers)
+           agents.add_agent_parsers, gateway.add_parsers)
 
 
 def build_parser() -> argparse.ArgumentParser:

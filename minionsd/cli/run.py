@@ -27,6 +27,7 @@ from minionsd.cli.common import (
     home_of,
     socket_of,
 )
+from minionsd.cli.gateway import RUNNERS as GATEWAY_RUNNERS
 from minionsd.cli.parser import COMMANDS, ParseError, build_parser
 from minionsd.cli.progress import Progress
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
     if name in AGENT_RUNNERS:
         return AGENT_RUNNERS[name](args)
+    if name in GATEWAY_RUNNERS:
+        return GATEWAY_RUNNERS[name](args)
     slow = name in SLOW_COMMANDS
     client = Client(socket_of(args), timeout=SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
     label = " ".join([name, *([args.job] if name == "maintenance" else [])])

@@ -24,7 +24,9 @@ from typing import Any
 
 from minionsd.clock import parse_iso
 from minionsd.errors import InvalidParams
+from minionsd.memory import tokens
 from minionsd.memory.app import Surface
+from minionsd.storage import tokens as token_store
 from minionsd.storage import web_sessions as store
 
 LINK_MINUTES = 5
@@ -72,13 +74,16 @@ def judge_token(row: dict[str, Any] | None, human_authors: frozenset[str],
             "project": row["project"], "expires_at": row["expires_at"]}
 
 
-class WebSessionSurface(Surface):
-    """The web.* methods; `make_token(conn, name, agent, scopes, now)` is the token store's
-    own way to create a token (it returns nothing we keep: no one needs its secret)."""
+def make_local_token(conn: Any, name: str, human_authors: frozenset[str], now: Any) -> None:
+    """The admin token one-time links sign in with; its secret is thrown away at once (the
+    sessions refer to it by name), so it can be used through a link only."""
+    fields = tokens.check_new({"name": name, "agent": LOCAL_AGENT, "scopes": ["admin"]},
+                              human_authors, now)
+    token_store.insert(conn, fields, tokens.digest(tokens.new_token()))
 
-    def __init__(self, app: Any, make_token: Any) -> None:
-        super().__init__(app)
-        self.make_token = make_token
+
+class WebSessionSurface(Surface):
+    """The web.* methods."""
 
     def _new_session(self, conn: Any, token_name: str, hours: float, now: Any) -> dict[str, Any]:
         secret = secrets.token_urlsafe(32)
@@ -118,7 +123,7 @@ class WebSessionSurface(Surface):
                         name = f"{LOCAL_TOKEN}-{n}"
                         taken = store.token_by_name(conn, name)
                         n += 1
-                    self.make_token(conn, name, LOCAL_AGENT, ["read", "write", "admin"], now)
+                    make_local_token(conn, name, app.human_authors(), now)
                 code = secrets.token_urlsafe(32)
                 expires = now + timedelta(minutes=LINK_MINUTES)
                 store.insert(conn, digest(code), "link", name, now, expires)

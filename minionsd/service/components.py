@@ -14,6 +14,8 @@ from minionsd.memory.app import App
 from minionsd.memory.backup import BackupSurface
 from minionsd.memory.browse import BrowseSurface
 from minionsd.memory.recall import RecallSurface
+from minionsd.memory.tokens import TokenSurface
+from minionsd.memory.web_sessions import WebSessionSurface
 from minionsd.service.consolidation import ConsolidationService
 from minionsd.service.health import Health
 from minionsd.service.schedule import Scheduler
@@ -39,6 +41,8 @@ def build(app: App, notifier: Notifier, *,
         KnowledgeSurface(app),
         recall,
         BrowseSurface(app, recall.telemetry),
+        TokenSurface(app),
+        WebSessionSurface(app),
         BackupSurface(app, pause_consolidation=consolidation.paused),
         Scheduler(app, jobs.job_table(upkeep)),
         Health(app, notifier, watchers_alive=inbox_watcher.healthy),

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from minionsd.gateway.context import GatewayContext
 from minionsd.gateway.web import guard
 from minionsd.gateway.web.actions import Actions
 from minionsd.gateway.web.assets import static_file
@@ -116,10 +117,12 @@ def build_routes(view: WebView) -> list[BaseRoute]:
     return routes
 
 
-def routes(ctx: Any) -> list[BaseRoute]:
-    """The view's routes on the gateway's context (its scope-checked call, its daemon link
-    for the socket-only web.* methods, its settings)."""
-    view = WebView(call_as=ctx.call, daemon=ctx.daemon,
-                   session_hours=float(ctx.settings.session_hours),
-                   allowed_origins=tuple(ctx.settings.allowed_origins))
+def routes(ctx: GatewayContext) -> list[BaseRoute]:
+    """The view's routes on the gateway's context: its scope-checked call, its daemon link
+    (for the socket-only web.* sign-in methods) and its settings."""
+    settings = ctx.settings
+    origins = tuple(settings.allowed_origins) + ((settings.public_url,)
+                                                  if settings.public_url else ())
+    view = WebView(call_as=ctx.call, daemon=ctx.link.call,
+                   session_hours=float(settings.session_hours), allowed_origins=origins)
     return build_routes(view)
