@@ -24,6 +24,7 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
                          "retrievals that selected a record, an agent's latest retrievals",
+    "storage/web_sessions.py": "the web view's sessions and one-time sign-in links",
     "storage/journal.py": "the consolidation journal: batches, batch_notes, counters",
     "storage/submissions.py": "inbox holds, claimed submission names, findings per task",
     "storage/kb_index.py": "kb_files: which KB file feeds which record, at which hash",

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from minionsd.gateway.identity import Identity
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from minionsd.gateway.identity import Identity
 from minionsd.gateway.web import guard
 from minionsd.gateway.web.render import build_environment
 from minionsd.rpc.client import DaemonUnavailable, RpcError
