@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import webbrowser
 from typing import Any
 
 from minionsd.cli.common import AddParser, Call, Formatter
@@ -37,7 +36,11 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
     link = call("web.link_create", {})
     url = f"{gateway_url(config)}/login?code={link['code']}"
     result = link | {"url": url}
-    opened = not args.no_open and can_open_browser() and webbrowser.open(url)
+    opened = False
+    if not args.no_open and can_open_browser():
+        import webbrowser  # only here: most runs of minionsctl never open a browser
+
+        opened = webbrowser.open(url)
 
     def text(r: dict[str, Any]) -> str:
         lines = [r["url"], f"This sign-in link works once, until {r['expires_at']} "

@@ -16,7 +16,8 @@ from minionsd.client import RpcError
 from tests.conftest import REPO, wait_for
 
 HEAVY = ("anthropic", "watchdog", "apscheduler", "structlog", "yaml", "filelock", "tomli_w",
-         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio")
+         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio",
+         "starlette", "uvicorn", "jinja2", "markdown_it")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
