@@ -391,6 +391,32 @@ def test_requeue_and_hold_from_the_inbox(admin: Session, site: Site) -> None:
     assert not s.violations()
 
 
+def test_supersede_and_purge_through_their_confirm_steps(admin: Session, site: Site) -> None:
+    s = admin
+    old = site.call("memory.add", body="Staging lives on host stg-1.", type="semantic",
+                    scope="global", trust="agent", source="test", title="Staging host")["id"]
+    new = site.call("memory.add", body="Staging moved to host stg-2.", type="semantic",
+                    scope="global", trust="agent", source="test", title="Staging host, now")["id"]
+    s.goto(f"/records/{old}")
+    s.page.click("text=Supersede…")
+    s.page.fill("#by", new)
+    s.page.check("input[name=confirm]")
+    s.page.click("form.confirm button[type=submit]")
+    assert "superseded" in s.page.inner_text("[role=status]")
+    assert site.call("memory.get", id=old)["superseded_by"] == new
+    assert new in s.page.inner_text("section:has(#h-chain)")
+    s.goto(f"/records/{new}")
+    assert old in s.page.inner_text("section:has(#h-chain)")  # the chain, both ways
+    s.page.click("text=Purge…")
+    s.page.fill("#reason", "a leaked host name")
+    s.page.check("input[name=confirm]")
+    s.page.click("form.confirm button[type=submit]")
+    assert "purged" in s.page.inner_text("h1")
+    assert s.goto(f"/records/{new}").status == 404
+    assert "a leaked host name" in _text(s)
+    assert not s.violations()
+
+
 # --- untrusted text stays text ----------------------------------------------------------------
 
 def test_xss_attempts_never_run(admin: Session, site: Site) -> None:
