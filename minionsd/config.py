@@ -110,6 +110,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "rate_per_s": _int(20, "Per token: sustained requests per second.", 1),
         "rate_burst": _int(40, "Per token: requests allowed in a burst.", 1),
         "session_hours": _int(12, "Web view sign-in lifetime in hours.", 1),
+        "read_timeout_s": Key(30, int, "A client must send its whole request within this.",
+                              1, 30),
     },
     "trust": {
         "human_authors": Key(

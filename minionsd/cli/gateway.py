@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import EXIT_USAGE, AddParser, Call, Formatter, UsageError, socket_of
+from minionsd.cli.common import EXIT_USAGE, AddParser, Call, Formatter, socket_of
 
 
 def _token_create(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
@@ -107,15 +107,7 @@ def add_parsers(add: AddParser) -> None:
                    help="address to listen on (default gateway.listen, 127.0.0.1:8765)")
 
 
-def _checked(run: Any) -> Any:
-    def wrapped(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
-        if getattr(args, "url", None):
-            raise UsageError("token commands work on the daemon's socket only, never "
-                             "through a gateway: run them on the daemon's machine")
-        return run(args, call)
-    return wrapped
-
-
-COMMANDS = {"token create": _checked(_token_create), "token list": _checked(_token_list),
-            "token revoke": _checked(_token_revoke)}
+# Never through a gateway (run.py's LOCAL_ONLY refuses --url for them; so does the gateway).
+COMMANDS = {"token create": _token_create, "token list": _token_list,
+            "token revoke": _token_revoke}
 RUNNERS = {"serve": run_serve}

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "else <home>/engine/minionsd.sock)")
     parser.add_argument("--json", action="store_true",
                         help="print the raw JSON-RPC result (errors as JSON on stderr)")
+    parser.add_argument("--url", metavar="URL",
+                        help="run the command through a minionsd gateway (POST URL/rpc) "
+                             "instead of the socket (default $MINIONS_URL)")
+    parser.add_argument("--token-env", metavar="VAR",
+                        help="environment variable holding the gateway token (default "
+                             "MINIONS_TOKEN)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str, parent: Any = sub) -> argparse.ArgumentParser:

@@ -68,7 +68,7 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
     for key in _AUTHOR_PARAMS.get(method, ()):
         out[key] = identity.agent
         note["author"] = identity.agent
-    if method == "memory.add":
+    if method in ("memory.add", "knowledge.create"):
         out["trust"] = "agent"
     if identity.project is not None and method in _PROJECT_METHODS:
         out["project"] = identity.project

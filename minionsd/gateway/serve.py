@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,10 @@ def run(settings: GatewaySettings) -> int:
     # but the gateway keeps its own log to start/stop lines and warnings anyway.
     logging.getLogger("uvicorn.access").disabled = True
     server = make_server(settings)
+    # uvicorn handles SIGTERM/SIGINT while it serves and raises them again once it has shut
+    # down; these handlers make that second delivery a no-op, so a clean stop exits 0.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
     print(f"minionsctl serve: listening on {settings.base_url} for {settings.socket}",
           file=sys.stderr, flush=True)
     try:

@@ -73,7 +73,8 @@ class GatewaySettings:
                    rate_per_s=float(config["gateway.rate_per_s"]),
                    rate_burst=config["gateway.rate_burst"],
                    session_hours=config["gateway.session_hours"],
-                   max_request_bytes=config["server.max_request_bytes"], home=home)
+                   max_request_bytes=config["server.max_request_bytes"], home=home,
+                   read_timeout_s=float(config["gateway.read_timeout_s"]))
 
     @property
     def tls(self) -> bool:

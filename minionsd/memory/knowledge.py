@@ -72,7 +72,11 @@ def prepare_entry(home: Home, params: Mapping[str, Any],
         meta["tags"] = tags
     heading = "" if first_heading(body) else f"# {title}\n\n"
     text = render_note(meta, heading + body.rstrip("\n") + "\n")
-    fields = record_fields(rel, text, trust="human", author=author)
+    trust = params.get("trust") or "human"
+    if trust not in ("human", "agent"):
+        # The HTTP gateway passes `agent`: what a token writes never gets human trust.
+        raise InvalidParams("'trust' must be human or agent", param="trust")
+    fields = record_fields(rel, text, trust=trust, author=author)
     return home.root / rel, text, fields
 
 

@@ -27,9 +27,10 @@ class KnowledgeSurface(Surface):
         app = self.app
 
         async def knowledge_create(category: Any, title: Any, body: Any, author: Any,
-                                   project: Any = None, tags: Any = None) -> dict[str, Any]:
+                                   project: Any = None, tags: Any = None,
+                                   trust: Any = None) -> dict[str, Any]:
             params = {"category": category, "title": title, "body": body, "author": author,
-                      "project": project, "tags": tags}
+                      "project": project, "tags": tags, "trust": trust}
             return await run_in_daemon_thread(self._create, params, name="kb-create")
 
         async def knowledge_list(category: Any = None) -> dict[str, Any]:
