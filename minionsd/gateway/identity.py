@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 READ_METHODS = frozenset({
     "status", "memory.get", "memory.search", "memory.retrieve", "prompt.assemble",
-    "knowledge.list", "knowledge.get", "pinned.get", "inbox.list",
-    # read-only views for people (the web view, SPEC §5.3); docs/api.md lists them
-    "memory.browse", "memory.provenance", "telemetry.selections", "agents.list", "agents.get",
-    "digest.get"})
+    "knowledge.list", "knowledge.get", "pinned.get", "inbox.list"})
+# Read-only views for people (the web view, SPEC §5.3) beyond §5.2's list: read scope too.
+VIEW_METHODS = frozenset({"memory.browse", "memory.provenance", "telemetry.selections",
+                          "agents.list", "agents.get", "digest.get"})
 WRITE_METHODS = frozenset({"inbox.submit", "episode.capture", "memory.retract",
                            "memory.supersede"})
 ADMIN_METHODS = frozenset({
@@ -27,7 +27,7 @@ SOCKET_ONLY = frozenset({"token.create", "token.list", "token.revoke", "token.ve
                          "web.link_redeem", "web.session_verify", "web.session_end"})
 
 SCOPE_METHODS: dict[str, frozenset[str]] = {
-    "read": READ_METHODS,
+    "read": READ_METHODS | VIEW_METHODS,
     "write": WRITE_METHODS,
     "admin": ADMIN_METHODS,
 }
