@@ -108,13 +108,19 @@ def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
     if query and query.strip() and expression is None:
         return {"records": [], "total": 0, "next_cursor": None}
     if expression is None:
-        return _newest(conn, where, binds, limit, _cursor(params.get("cursor"), "s"))
+        # Only a status (or nothing) to filter by: the total is in the kept counters.
+        counted = None
+        status = params.get("status") or "active"
+        if len(where) <= 1 and (status == "all") == (not where):
+            counts = records.status_counts(conn, now)
+            counted = sum(counts.values()) if status == "all" else counts[status]
+        return _newest(conn, where, binds, limit, _cursor(params.get("cursor"), "s"), counted)
     return _ranked(conn, where, binds | {"expr": expression}, limit,
                    _cursor(params.get("cursor"), "o") or 0)
 
 
 def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
-            before: int | None) -> dict[str, Any]:
+            before: int | None, total: int | None = None) -> dict[str, Any]:
     condition = " AND ".join(where) or "1"
     page_where = condition + (" AND r.seq < :before" if before is not None else "")
     rows = conn.execute(
@@ -123,8 +129,9 @@ def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], l
         binds | {"before": before, "limit": limit + 1}).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
-    total = conn.execute(f"SELECT count(*) FROM memory_records r WHERE {condition}",
-                         binds).fetchone()[0]
+    if total is None:
+        total = conn.execute(f"SELECT count(*) FROM memory_records r WHERE {condition}",
+                             binds).fetchone()[0]
     return {"records": [_row(r) for r in rows], "total": total,
             "next_cursor": f"s{rows[-1]['seq']}" if more else None}
 

@@ -43,6 +43,9 @@ def test_browse_filters_and_search(daemon):
     assert [r["id"] for r in daemon.call("memory.browse", status="retracted")["records"]] == [
         retracted]
     assert daemon.call("memory.browse", status="all")["total"] == 3
+    assert daemon.call("memory.browse", status="retracted")["total"] == 1
+    assert daemon.call("memory.browse")["total"] == 2  # active, from the kept counters
+    assert daemon.call("memory.browse", status="all", trust="agent")["total"] == 2
     hit = daemon.call("memory.browse", query="payments", status="all")["records"][0]
     assert hit["id"] == human and "payments" in hit["excerpt"]
     with pytest.raises(RpcError) as err:
