@@ -23,6 +23,9 @@ from minionsd.storage.record_fields import STATUSES, TRUSTS, TYPES, check_choice
 from minionsd.text import ftsquery
 
 BROWSE_MAX_LIMIT = 200
+# A total beyond this is shown as "10,000 or more": counting every one of 100,000 matches
+# (each a row read) would cost more than the page itself.
+COUNT_CAP = 10_000
 CHAIN_MAX = 50
 WEB_TRY_PREFIX = "web-try:"
 # Record keys a list row carries: everything but the body and meta, plus an excerpt.
@@ -98,7 +101,8 @@ def _row(row: Mapping[str, Any], snippet: str | None = None) -> dict[str, Any]:
 
 def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
            now: datetime) -> dict[str, Any]:
-    """{records: [row], total, next_cursor}: newest first, or best first for a `query`."""
+    """{records: [row], total, total_capped, next_cursor}: newest first, or best first for a
+    `query`; `total` stops at COUNT_CAP (then `total_capped` is true)."""
     query = params.get("query")
     if query is not None and not isinstance(query, str):
         raise InvalidParams("'query' must be a string", param="query")
@@ -106,7 +110,7 @@ def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
     where, binds = _filters(params, now)
     expression = ftsquery.search_expression(query) if query and query.strip() else None
     if query and query.strip() and expression is None:
-        return {"records": [], "total": 0, "next_cursor": None}
+        return {"records": [], "total": 0, "total_capped": False, "next_cursor": None}
     if expression is None:
         # Only a status (or nothing) to filter by: the total is in the kept counters.
         counted = None
@@ -129,10 +133,14 @@ def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], l
         binds | {"before": before, "limit": limit + 1}).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
+    capped = False
     if total is None:
-        total = conn.execute(f"SELECT count(*) FROM memory_records r WHERE {condition}",
-                             binds).fetchone()[0]
-    return {"records": [_row(r) for r in rows], "total": total,
+        total = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM memory_records r WHERE {condition} "
+            f"LIMIT {COUNT_CAP + 1})", binds).fetchone()[0]
+        capped = total > COUNT_CAP
+    return {"records": [_row(r) for r in rows], "total": min(total, COUNT_CAP) if capped
+            else total, "total_capped": capped,
             "next_cursor": f"s{rows[-1]['seq']}" if more else None}
 
 
@@ -159,10 +167,13 @@ def _ranked(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], l
             binds).fetchall()
         rows.sort(key=lambda row: order[row["seq"]])
     total = conn.execute(
-        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
+        f"""SELECT count(*) FROM (SELECT 1 FROM memory_fts
+                JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND {condition} LIMIT {COUNT_CAP + 1})""",
+        binds).fetchone()[0]
     return {"records": [_row(r, records.plain_snippet(r["snippet"])) for r in rows],
-            "total": total, "next_cursor": f"o{offset + limit}" if more else None}
+            "total": min(total, COUNT_CAP), "total_capped": total > COUNT_CAP,
+            "next_cursor": f"o{offset + limit}" if more else None}
 
 
 # --- one record's neighbours ------------------------------------------------------------------

@@ -59,7 +59,9 @@ class Pages:
         shown = {k: v for k, v in params.items() if k != "cursor"}
         return self.view.page(request, viewer, "records.html",
                               {"filters": shown, "records": result["records"],
-                               "total": result["total"], "next_cursor": result["next_cursor"]})
+                               "total": result["total"],
+                               "total_capped": result.get("total_capped", False),
+                               "next_cursor": result["next_cursor"]})
 
     async def record(self, request: Request, viewer: Viewer) -> Response:
         record_id = strip_json(request.path_params["id"])
