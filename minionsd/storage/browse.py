@@ -4,9 +4,10 @@ agent's latest retrievals.
 
 Pagination is keyset, never OFFSET over a changing table: browsing pages newest first by the
 record's row number (`cursor` "s<seq>": the rows older than it), so a page keeps its rows while
-new records arrive; a text search ranks by bm25 and pages by position ("o<n>"), which is as
-stable as the ranking itself. Telemetry rows whose task id starts with `web-try:` were made by a
-person trying a task in the view: they never count as an agent's recall.
+new records arrive; a text search with few enough matches ranks by bm25 and pages by position
+("o<n>"), which is as stable as the ranking itself, and one with more goes newest first.
+Telemetry rows whose task id starts with `web-try:` were made by a person trying a task in the
+view: they never count as an agent's recall.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ BROWSE_MAX_LIMIT = 200
 # A total beyond this is shown as "10,000 or more": counting every one of 100,000 matches
 # (each a row read) would cost more than the page itself.
 COUNT_CAP = 10_000
+# A text query with more matches than this lists them newest first instead of best first.
+RANK_MAX = 5_000
 CHAIN_MAX = 50
 WEB_TRY_PREFIX = "web-try:"
 # Record keys a list row carries: everything but the body and meta, plus an excerpt.
@@ -101,8 +104,8 @@ def _row(row: Mapping[str, Any], snippet: str | None = None) -> dict[str, Any]:
 
 def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
            now: datetime) -> dict[str, Any]:
-    """{records: [row], total, total_capped, next_cursor}: newest first, or best first for a
-    `query`; `total` stops at COUNT_CAP (then `total_capped` is true)."""
+    """{records: [row], total, total_capped, order, next_cursor}: newest first, or for a
+    `query` best first (see _matching); `total` stops at COUNT_CAP (then `total_capped`)."""
     query = params.get("query")
     if query is not None and not isinstance(query, str):
         raise InvalidParams("'query' must be a string", param="query")
@@ -110,7 +113,8 @@ def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
     where, binds = _filters(params, now)
     expression = ftsquery.search_expression(query) if query and query.strip() else None
     if query and query.strip() and expression is None:
-        return {"records": [], "total": 0, "total_capped": False, "next_cursor": None}
+        return {"records": [], "total": 0, "total_capped": False, "order": "rank",
+                "next_cursor": None}
     if expression is None:
         # Only a status (or nothing) to filter by: the total is in the kept counters.
         counted = None
@@ -119,8 +123,7 @@ def browse(conn: sqlite3.Connection, params: Mapping[str, Any],
             counts = records.status_counts(conn, now)
             counted = sum(counts.values()) if status == "all" else counts[status]
         return _newest(conn, where, binds, limit, _cursor(params.get("cursor"), "s"), counted)
-    return _ranked(conn, where, binds | {"expr": expression}, limit,
-                   _cursor(params.get("cursor"), "o") or 0)
+    return _matching(conn, where, binds | {"expr": expression}, limit, params.get("cursor"))
 
 
 def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
@@ -140,40 +143,61 @@ def _newest(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], l
             f"LIMIT {COUNT_CAP + 1})", binds).fetchone()[0]
         capped = total > COUNT_CAP
     return {"records": [_row(r) for r in rows], "total": min(total, COUNT_CAP) if capped
-            else total, "total_capped": capped,
+            else total, "total_capped": capped, "order": "newest",
             "next_cursor": f"s{rows[-1]['seq']}" if more else None}
 
 
-def _ranked(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
-            offset: int) -> dict[str, Any]:
+def _matching(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any], limit: int,
+              cursor: Any) -> dict[str, Any]:
+    """Records matching a text query: best first (bm25, as memory.search) when there are at
+    most RANK_MAX matches, else newest first: ranking every one of 80,000 matches costs
+    hundreds of milliseconds, walking the matches newest first stops after one page."""
     condition = " AND ".join(where) or "1"
-    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
-    ranked = conn.execute(
-        f"""SELECT r.seq AS seq FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
-              AND {condition}
-            ORDER BY memory_fts.rank, r.id LIMIT :limit OFFSET :offset""",
-        binds | {"limit": limit + 1, "offset": offset}).fetchall()
-    more = len(ranked) > limit
-    order = {row["seq"]: i for i, row in enumerate(ranked[:limit])}
+    matches = conn.execute(
+        f"""SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH :expr
+            LIMIT {RANK_MAX + 1})""", binds).fetchone()[0]
+    order = "rank" if matches <= RANK_MAX else "newest"
+    if order == "rank":
+        offset = _cursor(cursor, "o") or 0
+        weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+        found = conn.execute(
+            f"""SELECT r.seq AS seq FROM memory_fts
+                JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
+                  AND {condition}
+                ORDER BY memory_fts.rank, r.id LIMIT :limit OFFSET :offset""",
+            binds | {"limit": limit + 1, "offset": offset}).fetchall()
+        following = f"o{offset + limit}"
+    else:
+        before = _cursor(cursor, "s")
+        page = condition + (" AND memory_fts.rowid < :before" if before is not None else "")
+        found = conn.execute(
+            f"""SELECT r.seq AS seq FROM memory_fts
+                JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND {page}
+                ORDER BY memory_fts.rowid DESC LIMIT :limit""",
+            binds | {"limit": limit + 1, "before": before}).fetchall()
+        following = f"s{found[limit - 1]['seq']}" if len(found) > limit else ""
+    more = len(found) > limit
+    position = {row["seq"]: i for i, row in enumerate(found[:limit])}
     rows = []
-    if order:
-        seqs = ", ".join(str(int(seq)) for seq in order)
+    if position:
+        seqs = ", ".join(str(int(seq)) for seq in position)
         rows = conn.execute(
             f"""SELECT r.*, {records.EFFECTIVE_STATUS} AS eff_status,
                        snippet(memory_fts, 1, '', '', '…', 24) AS snippet
                 FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
             binds).fetchall()
-        rows.sort(key=lambda row: order[row["seq"]])
+        rows.sort(key=lambda row: position[row["seq"]])
     total = conn.execute(
         f"""SELECT count(*) FROM (SELECT 1 FROM memory_fts
                 JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :expr AND {condition} LIMIT {COUNT_CAP + 1})""",
         binds).fetchone()[0]
     return {"records": [_row(r, records.plain_snippet(r["snippet"])) for r in rows],
-            "total": min(total, COUNT_CAP), "total_capped": total > COUNT_CAP,
-            "next_cursor": f"o{offset + limit}" if more else None}
+            "total": min(total, COUNT_CAP), "total_capped": total > COUNT_CAP, "order": order,
+            "next_cursor": following if more else None}
 
 
 # --- one record's neighbours ------------------------------------------------------------------
