@@ -5,7 +5,8 @@ agent's latest retrievals.
 Pagination is keyset, never OFFSET over a changing table: browsing pages newest first by the
 record's row number (`cursor` "s<seq>": the rows older than it), so a page keeps its rows while
 new records arrive; a text search with few enough matches ranks by bm25 and pages by position
-("o<n>"), which is as stable as the ranking itself, and one with more goes newest first.
+("o<n>.<newest seq then>": later records are left out of its pages), and one with more goes
+newest first.
 Telemetry rows whose task id starts with `web-try:` were made by a person trying a task in the
 view: they never count as an agent's recall.
 """
@@ -95,6 +96,18 @@ def _cursor(value: Any, kind: str) -> int | None:
     return int(value[1:])
 
 
+def _rank_cursor(value: Any) -> tuple[int, int | None]:
+    """(offset, newest row) of a ranked page's cursor "o<offset>.<seq>"."""
+    if value is None or value == "":
+        return 0, None
+    if isinstance(value, str) and value[:1] == "o":
+        offset, dot, upto = value[1:].partition(".")
+        if offset.isdigit() and dot and upto.isdigit() and len(value) <= 40:
+            return int(offset), int(upto)
+    raise InvalidParams("'cursor' must be the next_cursor of an earlier page of the same "
+                        "listing", param="cursor")
+
+
 def _row(row: Mapping[str, Any], snippet: str | None = None) -> dict[str, Any]:
     record = records.to_wire(row)
     body = record["body"]
@@ -158,16 +171,20 @@ def _matching(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any],
             LIMIT {RANK_MAX + 1})""", binds).fetchone()[0]
     order = "rank" if matches <= RANK_MAX else "newest"
     if order == "rank":
-        offset = _cursor(cursor, "o") or 0
+        # The cursor is the position and the newest row of the first page's time, so records
+        # that arrive later never push a row from one page onto the next.
+        offset, upto = _rank_cursor(cursor)
+        if upto is None:
+            upto = conn.execute("SELECT coalesce(max(seq), 0) FROM memory_records").fetchone()[0]
         weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
         found = conn.execute(
             f"""SELECT r.seq AS seq FROM memory_fts
                 JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
-                  AND {condition}
+                  AND {condition} AND memory_fts.rowid <= :upto
                 ORDER BY memory_fts.rank, r.id LIMIT :limit OFFSET :offset""",
-            binds | {"limit": limit + 1, "offset": offset}).fetchall()
-        following = f"o{offset + limit}"
+            binds | {"limit": limit + 1, "offset": offset, "upto": upto}).fetchall()
+        following = f"o{offset + limit}.{upto}"
     else:
         before = _cursor(cursor, "s")
         page = condition + (" AND memory_fts.rowid < :before" if before is not None else "")

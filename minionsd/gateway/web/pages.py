@@ -61,6 +61,7 @@ class Pages:
                               {"filters": shown, "records": result["records"],
                                "total": result["total"],
                                "total_capped": result.get("total_capped", False),
+                               "order": result.get("order", "newest"),
                                "next_cursor": result["next_cursor"]})
 
     async def record(self, request: Request, viewer: Viewer) -> Response:
