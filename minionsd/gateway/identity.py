@@ -14,7 +14,7 @@ READ_METHODS = frozenset({
     "knowledge.list", "knowledge.get", "pinned.get", "inbox.list"})
 # Read-only views for people (the web view, SPEC §5.3) beyond §5.2's list: read scope too.
 VIEW_METHODS = frozenset({"memory.browse", "memory.provenance", "telemetry.selections",
-                          "agents.list", "agents.get", "digest.get"})
+                          "agents.list", "agents.get", "digest.get", "archive.get"})
 WRITE_METHODS = frozenset({"inbox.submit", "episode.capture", "memory.retract",
                            "memory.supersede"})
 ADMIN_METHODS = frozenset({

@@ -4,7 +4,8 @@ the retrievals that selected a record, the configured agents with their notebook
 retrievals, and the digest's sections newest first.
 
 Everything here is read-only and returns what files and SQL hold now; text shown to a person
-was redacted on its way in (SPEC §3.1), so nothing here reads the archived originals' text.
+was redacted on its way in (SPEC §3.1), and an archived original (kept as written) is redacted
+on its way out.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.errors import InvalidParams, NotFound
-from minionsd.home import check_name
+from minionsd.home import check_name, safe_child
 from minionsd.memory.app import App, Surface
 from minionsd.memory.recall import TelemetryQueue
 from minionsd.storage import browse, journal, kb_index, records
 from minionsd.text.notesfile import split_sections, strip_markers
+from minionsd.text.redact import redact
 from minionsd.threads import run_in_daemon_thread
 
 DIGEST_MAX_SECTIONS = 500
@@ -61,10 +63,20 @@ def digest_sections(text: str | None, limit: int) -> dict[str, Any]:
             "sections": [s for s in newest[:limit] if s]}
 
 
+def archived_note(archive: Path, name: Any) -> dict[str, Any]:
+    """An archived note as a person may see it: redacted like every derived surface (the file
+    keeps what its author wrote; a page must not show a secret redaction removes)."""
+    path = safe_child(archive, name, "name")
+    if path.is_symlink() or not path.is_file():
+        raise NotFound(f"no archived note named {name!r} in notes/archive", name=name)
+    text = read_lenient(path) or ""
+    return {"path": f"notes/archive/{name}", "text": redact(text)}
+
+
 class BrowseSurface(Surface):
     """memory.browse, memory.provenance, telemetry.selections, agents.list, agents.get,
-    digest.get. `telemetry` is recall's queue: rows of retrievals that already answered are
-    written before a listing of them is read."""
+    digest.get, archive.get. `telemetry` is recall's queue: rows of retrievals that already
+    answered are written before a listing of them is read."""
 
     def __init__(self, app: App, telemetry: TelemetryQueue) -> None:
         super().__init__(app)
@@ -133,10 +145,15 @@ class BrowseSurface(Surface):
             text = await run_in_daemon_thread(read_lenient, app.home.notes, name="digest-get")
             return {"path": "notes.md"} | digest_sections(text, limit)
 
+        async def archive_get(name: Any) -> dict[str, Any]:
+            return await run_in_daemon_thread(archived_note, app.home.archive, name,
+                                              name="archive-get")
+
         async def _flush_telemetry() -> None:
             self.telemetry.flush()
             await app.db.settled()
 
         return {"memory.browse": memory_browse, "memory.provenance": memory_provenance,
                 "telemetry.selections": telemetry_selections, "agents.list": agents_list,
-                "agents.get": agents_get, "digest.get": digest_get}
+                "agents.get": agents_get, "digest.get": digest_get,
+                "archive.get": archive_get}

@@ -107,3 +107,19 @@ def test_agents_and_digest(daemon, short_home):
     daemon.call("inbox.submit", body="hello", author="dallas")
     note = daemon.call("inbox.list")["notes"][0]
     assert note["modified_at"].endswith("Z") or "+00:00" in note["modified_at"]
+
+
+def test_archived_notes_are_shown_redacted(daemon, short_home):
+    secret = "AKIA" + "ABCDEFGHIJKLMNOP"
+    daemon.call("inbox.submit", body=f"deploy key {secret} for the runners", author="dallas",
+                title="Runner key")
+    daemon.call("consolidation.run", force=True)
+    record = daemon.call("memory.browse", query="runner key")["records"][0]
+    [path] = daemon.call("memory.provenance", id=record["id"])["archived"]
+    assert secret in (short_home / path).read_text()  # the archive keeps what was written
+    note = daemon.call("archive.get", name=path.rsplit("/", 1)[1])
+    assert note["path"] == path and secret not in note["text"] and "REDACTED" in note["text"]
+    for bad, code in (("../config.toml", -32602), ("nope.md", -32001)):
+        with pytest.raises(RpcError) as err:
+            daemon.call("archive.get", name=bad)
+        assert err.value.code == code

@@ -347,8 +347,12 @@ def test_search_then_record_then_its_kb_entry(admin: Session, site: Site) -> Non
     s.page.click(f"a:has-text('{kb}')")
     assert s.page.url.endswith("/" + kb)
     assert "scripts/deploy.sh" in _text(s)
-    entry = site.call("knowledge.get", path=kb)
-    assert s.context.request.get(s.page.url + ".json").json()["entry"] == entry
+    entry = s.context.request.get(s.page.url + ".json").json()["entry"]
+    assert entry == site.call("knowledge.get", path=kb)
+    s.page.go_back()
+    archived = site.call("memory.provenance", id=record["id"])["archived"][0]
+    s.page.click(f"a:has-text('{archived}')")
+    assert "Deploys need the VPN on" in s.page.inner_text("pre.note")
 
 
 def test_find_why_an_agent_was_told_something_and_retract_it(admin: Session,
@@ -423,8 +427,10 @@ def test_xss_attempts_never_run(admin: Session, site: Site) -> None:
     s = admin
     record = site.record_titled(XSS_TITLE)
     kb = site.call("memory.provenance", id=record["id"])["kb_entries"][0]
+    archived = site.call("memory.provenance", id=record["id"])["archived"][0]
     pages = [f"/records/{record['id']}", "/records?q=jittered+backoff", "/records?status=all",
              "/" + kb, "/knowledge", "/digest", "/inbox",
+             "/archive/" + urllib.request.quote(archived.rsplit("/", 1)[1]),
              "/try?task=" + urllib.request.quote("<script>window.__pwned='try'</script>"),
              f"/records?q={urllib.request.quote(XSS_TITLE)}"]
     for path in pages:

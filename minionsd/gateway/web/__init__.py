@@ -102,6 +102,7 @@ def build_routes(view: WebView) -> list[BaseRoute]:
         ("/knowledge", pages.knowledge), ("/knowledge.json", pages.knowledge),
         ("/knowledge/{category}/{name}", pages.knowledge_entry),
         ("/digest", pages.digest), ("/digest.json", pages.digest),
+        ("/archive/{name}", pages.archived),
         ("/agents", pages.agents), ("/agents.json", pages.agents),
         ("/agents/{id}", pages.agent),
         ("/try", pages.try_task), ("/try.json", pages.try_task),

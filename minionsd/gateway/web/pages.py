@@ -134,6 +134,11 @@ class Pages:
         return self.view.page(request, viewer, "try.html",
                               {"form": form, "task": task, "result": result})
 
+    async def archived(self, request: Request, viewer: Viewer) -> Response:
+        name = strip_json(request.path_params["name"])
+        note = await self.view.call(viewer, "archive.get", {"name": name})
+        return self.view.page(request, viewer, "archived.html", {"note": note})
+
     async def pinned(self, request: Request, viewer: Viewer) -> Response:
         pinned = await self.view.call(viewer, "pinned.get")
         return self.view.page(request, viewer, "pinned.html", {"pinned": pinned})
