@@ -8,6 +8,7 @@
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
     .venv/bin/python scripts/bench.py --only web        # the web view's pages at N records
+    .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -105,6 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--retrieval-samples", type=int, default=200)
     parser.add_argument("--web-samples", type=int, default=30,
                         help="requests per web-view page (section 6)")
+    parser.add_argument("--web-home", metavar="DIR",
+                        help="section 6 on a home an earlier --only web --keep run loaded "
+                        "(<kept root>/w), instead of loading N records again")
     parser.add_argument("--search-budget-s", type=float, default=120,
                         help="stop the search timing after this long (slow daemons)")
     parser.add_argument("--retrieval-budget-s", type=float, default=45,

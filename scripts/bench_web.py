@@ -9,12 +9,14 @@ from __future__ import annotations
 import http.client
 import os
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bench_common import Bench, fmt_ms, ms, pct, progress, say
+from bench_common import START_TIMEOUT_S, Bench, BenchDaemon, fmt_ms, ms, pct, progress, say
 from bench_records import load_records, wait_for_index
 
+from minionsd.rpc.client import RpcError
 from tests.web_harness import GatewayProcess
 
 TARGET_MS = 100.0
@@ -27,8 +29,13 @@ def _seed_extras(daemon: Any, records: list[dict[str, Any]]) -> None:
             client.call("memory.retrieve", {"task": {"id": f"B-{i}", "title": "retry cache "
                                                      "timeout in the build"},
                                             "agent": "dallas"})
-        client.call("memory.retract", {"id": records[3]["id"], "reason": "bench"})
-        client.call("memory.supersede", {"id": records[4]["id"], "by": records[5]["id"]})
+        for method, params in (("memory.retract", {"id": records[3]["id"], "reason": "bench"}),
+                               ("memory.supersede", {"id": records[4]["id"],
+                                                     "by": records[5]["id"]})):
+            try:
+                client.call(method, params)
+            except RpcError:
+                pass  # a kept home (--web-home) had it done by its first run
         client.call("knowledge.create", {"category": "conventions", "title": "Bench entry",
                                          "body": "Small commits.", "author": "ops"})
 
@@ -90,6 +97,17 @@ def bench_web(bench: Bench, total: int, daemon: Any) -> None:
 
 def run_web(bench: Bench) -> None:
     args = bench.args
+    if args.web_home:
+        # A home an earlier run kept (--keep): its records are loaded already.
+        daemon = BenchDaemon(Path(args.web_home), 1 if args.pin else None)
+        bench.daemons.append(daemon)
+        daemon.start(START_TIMEOUT_S)
+        with daemon.client() as client:
+            total = sum(client.call("status")["records"].values())
+        say(f"\n== 6. web view: the kept home {args.web_home} ({total:,} records)")
+        bench_web(bench, total, daemon)
+        daemon.stop()
+        return
     daemon = bench.new_daemon("w", {"engine": {"auto_consolidate_memory": False},
                                     "agents": {"dallas": {"name": "Dallas"}}})
     say(f"\n== 6. web view: loading {args.records:,} records")
