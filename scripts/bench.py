@@ -2,13 +2,15 @@
 
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
-    .venv/bin/python scripts/bench.py --quick --mcp     # every section at a tiny size
+    .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
+    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
     .venv/bin/python scripts/bench.py --only web        # the web view's pages at N records
     .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
+    .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -23,7 +25,9 @@ Sections:
              (cold: nothing about them cached); with --mcp also `memory_context` through
              `minionsctl mcp` (the mcp SDK's client, one stdio session) beside the same
              `prompt.assemble` on the raw socket, interleaved call by call
-6. web       the web view's pages (bench_web.py) through `minionsctl serve` at N records:
+6. mcp-start `minionsctl mcp` from process start to its `initialize` answer (what decides
+             whether a headless agent's first turn has the memory tools), with a daemon up
+7. web       the web view's pages (bench_web.py) through `minionsctl serve` at N records:
              median and p95 per page for a signed-in client
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
@@ -41,8 +45,12 @@ script several times, or use --trials, and compare medians); --pin pins the daem
 and this process to CPU 0.
 
 --quick runs every section at a tiny size (200 records, a few samples, one watch round): the
-test suite runs it with --mcp as a smoke test (tests/integration/test_bench_smoke.py). Its
-figures say nothing about performance; options given with it override its sizes.
+test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py).
+Its figures say nothing about performance; options given with it override its sizes.
+
+With --gateway, section 5 also times both methods through the HTTP gateway's /rpc and
+memory_context through its /mcp beside the socket, interleaved, and prints the gateway's RSS
+(bench_gateway.py).
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
 bench_retrieval.py (5), bench_common.py (the daemon, which is tests/harness.py's DaemonProcess,
@@ -52,10 +60,12 @@ and helpers), bench_data.py (the synthetic data).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -73,6 +83,41 @@ from bench_web import run_web  # noqa: E402
 # --quick: the sizes of a smoke run (explicit options still win).
 QUICK = {"records": 200, "queries": 20, "retrieval_samples": 10, "notes": 20,
          "watch_rounds": 1, "burst_rounds": 1, "web_samples": 3}
+
+
+MCP_START_RUNS = 20
+INITIALIZE = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+              b'"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n')
+
+
+def run_mcp_start(bench: Bench, runs: int = MCP_START_RUNS) -> None:
+    """Process start (Popen) -> the `initialize` answer's line read, for `minionsctl mcp` as an
+    agent starts it (the console script beside this Python, else `-m minionsd.cli`)."""
+    daemon = bench.new_daemon("mcp-start", {})
+    script = Path(sys.executable).parent / "minionsctl"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "minionsd.cli"]
+    command += ["--home", str(daemon.home), "mcp", "--agent", "bench", "--project", "bench"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(INITIALIZE)
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        times.append((time.perf_counter_ns() - started) / 1e6)
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()
+        assert reply["result"]["serverInfo"]["title"] == "minionsd memory", reply
+    times.sort()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    say(f"\n== 6. minionsctl mcp: process start -> initialize answered ({runs} starts, "
+        f"{' '.join(command[:1])}; load average {load})")
+    say(f"   p50 {times[len(times) // 2]:.0f} ms, p90 {times[int(len(times) * 0.9)]:.0f} ms, "
+        f"max {times[-1]:.0f} ms (target: 300 ms on an idle machine)")
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -97,7 +142,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--only", choices=("search", "consolidation", "retrieval", "web"))
+    parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
+                                            "mcp-start", "web"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
@@ -105,7 +151,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="repeat the search timing (same process) and report the median")
     parser.add_argument("--retrieval-samples", type=int, default=200)
     parser.add_argument("--web-samples", type=int, default=30,
-                        help="requests per web-view page (section 6)")
+                        help="requests per web-view page (section 7)")
     parser.add_argument("--web-home", metavar="DIR",
                         help="section 6 on a home an earlier --only web --keep run loaded "
                         "(<kept root>/w), instead of loading N records again")
@@ -123,6 +169,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temp homes")
     parser.add_argument("--mcp", action="store_true",
                         help="also time memory_context through minionsctl mcp (retrieval)")
+    parser.add_argument("--gateway", action="store_true",
+                        help="also time memory.retrieve / prompt.assemble through the HTTP "
+                             "gateway's /rpc and memory_context through /mcp (retrieval)")
     args = parser.parse_args(argv)
     if args.quick:
         parser.set_defaults(**QUICK)
@@ -146,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "consolidation"):
             run_consolidation_throughput(bench)
             run_watch_latency(bench)
+        if args.only in (None, "mcp-start"):
+            run_mcp_start(bench, 3 if args.quick else MCP_START_RUNS)
         if args.only in (None, "web"):
             run_web(bench)
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""scripts/bench.py section 6: the web view's pages at N records, through a real gateway
+"""scripts/bench.py section 7: the web view's pages at N records, through a real gateway
 (`minionsctl serve`) in front of the daemon, as a signed-in browser would ask for them (a
 session cookie, one keep-alive HTTP connection). Each page: a warm-up, then `--web-samples`
 requests; the median and p95 of the whole request (daemon calls, template, transfer).
@@ -58,7 +58,7 @@ def bench_web(bench: Bench, total: int, daemon: Any) -> None:
                  "/knowledge", "/digest", "/agents", "/agents/dallas",
                  "/try?task=" + quote("flaky retry timeout in the build cache") +
                  "&agent=dallas", "/pinned"]
-        say(f"\n== 6. web view at {total:,} records: {args.web_samples} requests per page "
+        say(f"\n== 7. web view at {total:,} records: {args.web_samples} requests per page "
             f"through minionsctl serve, one keep-alive connection, signed in; target median "
             f"< {TARGET_MS:.0f} ms")
         say(f"   {'page':<46} {'median':>9} {'p95':>9} {'bytes':>8}")
@@ -104,13 +104,13 @@ def run_web(bench: Bench) -> None:
         daemon.start(START_TIMEOUT_S)
         with daemon.client() as client:
             total = sum(client.call("status")["records"].values())
-        say(f"\n== 6. web view: the kept home {args.web_home} ({total:,} records)")
+        say(f"\n== 7. web view: the kept home {args.web_home} ({total:,} records)")
         bench_web(bench, total, daemon)
         daemon.stop()
         return
     daemon = bench.new_daemon("w", {"engine": {"auto_consolidate_memory": False},
                                     "agents": {"dallas": {"name": "Dallas"}}})
-    say(f"\n== 6. web view: loading {args.records:,} records")
+    say(f"\n== 7. web view: loading {args.records:,} records")
     elapsed, errors, _messages, _batches = load_records(
         daemon, bench.vocab, args.seed, 0, args.records, bench.base_time)
     say(f"   loaded in {elapsed:.1f} s (errors {errors})")

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -33,15 +34,18 @@ def make_token(daemon: DaemonProcess, name: str, agent: str, scopes: str,
 
 
 class GatewayProcess:
-    def __init__(self, daemon: DaemonProcess, port: int | None = None) -> None:
+    def __init__(self, daemon: DaemonProcess, port: int | None = None, *,
+                 scheme: str = "http", ca: str | None = None) -> None:
         self.daemon = daemon
         self.port = port or free_port()
+        self.scheme = scheme
+        self.ca = ca  # the certificate an https gateway is checked against
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = daemon.home.parent / f"gateway-{self.port}.log"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "minionsd.cli", "--home", str(self.daemon.home), "serve",
@@ -59,8 +63,10 @@ class GatewayProcess:
         return self.proc
 
     def healthy(self) -> bool:
+        context = ssl.create_default_context(cafile=self.ca) if self.ca else None
         try:
-            with urllib.request.urlopen(self.url + "/healthz", timeout=2) as response:
+            with urllib.request.urlopen(self.url + "/healthz", timeout=2,
+                                        context=context) as response:
                 return json.loads(response.read()).get("ok") is True
         except (OSError, urllib.error.URLError, ValueError):
             return False
@@ -119,7 +125,8 @@ def call_rpc(gateway: GatewayProcess, token: str, method: str, **params: Any) ->
     return reply
 
 
-def gateway_with(daemon: DaemonProcess, **config: Any) -> GatewayProcess:
+def gateway_with(daemon: DaemonProcess, scheme: str = "http", ca: str | None = None,
+                 **config: Any) -> GatewayProcess:
     """A second gateway on the same daemon whose settings differ: config.toml is the home's,
     read by a gateway at start, so the keys are set, the gateway started, and the keys put
     back (the first gateway keeps what it read)."""
@@ -127,7 +134,7 @@ def gateway_with(daemon: DaemonProcess, **config: Any) -> GatewayProcess:
     for key, value in config.items():
         daemon.call("config.set", key=key, value=value)
     try:
-        return GatewayProcess(daemon).start()
+        return GatewayProcess(daemon, scheme=scheme, ca=ca).start()
     finally:
         for key, value in before.items():
             daemon.call("config.set", key=key, value=value)

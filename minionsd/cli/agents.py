@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from minionsd.cli.common import (
     EXIT_OK,
@@ -35,6 +35,35 @@ def _ctl_invocation(args: argparse.Namespace) -> list[str]:
     return [*command, "--home", str(home_of(args))]
 
 
+def _project_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """What project-scope files run (`minionsctl` by name, no path of this machine) and the
+    notes that say what that means here."""
+    if args.socket:
+        raise CommandError("--scope project writes files a team commits, and a socket path "
+                           "belongs to one machine: drop --socket (each teammate's minionsctl "
+                           "then finds its daemon through $MINIONS_HOME, else ~/.minions), or "
+                           "use --scope user")
+    notes = []
+    if shutil.which("minionsctl") is None:
+        notes.append("`minionsctl` is not on PATH here; the project files run it by name, so "
+                     "every teammate (and you) needs it on PATH")
+    default = Path(os.environ.get("MINIONS_HOME") or "~/.minions").expanduser().absolute()
+    if home_of(args) != default:
+        notes.append(f"the project files name no home: sessions here reach {default} unless "
+                     f"MINIONS_HOME={home_of(args)} is set in the agent's environment")
+    return ["minionsctl"], notes
+
+
+def _daemon_warning(args: argparse.Namespace) -> str | None:
+    from minionsd.agents.session import Session
+
+    problem = Session.create(str(home_of(args)), args.socket, "agent", None).problem()
+    if problem is None:
+        return None
+    return (f"{problem} The agent's memory tools will report it as down until it runs: start "
+            f"it with `minionsd --home {home_of(args)}` (or as a service).")
+
+
 def _identity_args(args: argparse.Namespace) -> list[str]:
     words = ["--agent", args.agent] if args.agent else []
     return words + (["--project", args.project] if args.project else [])
@@ -43,6 +72,8 @@ def _identity_args(args: argparse.Namespace) -> list[str]:
 def _remote_for_connect(args: argparse.Namespace) -> Any:
     """connect --url: the gateway's /mcp URL (with ?project= when --project names one) and the
     token's variable; the token itself is never read here, let alone written."""
+    from urllib.parse import quote
+
     from minionsd.agents import connect
     from minionsd.rpc.http_client import endpoint_url
 
@@ -58,11 +89,20 @@ def _remote_for_connect(args: argparse.Namespace) -> Any:
     return connect.Remote(mcp_url, var)
 
 
-def _remote_invocation(args: argparse.Namespace) -> list[str]:
-    """How a hook on the agent's machine runs minionsctl against the gateway."""
-    command = _ctl_invocation(args)
-    plain = command[:-2] if command[-2] in ("--home", "--socket") else command
-    return [*plain, "--url", args.url, "--token-env", args.token_env or "MINIONS_TOKEN"]
+def _remote_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """How a hook on the agent's machine runs minionsctl against the gateway (project files
+    are shared, so they name it without a path), and notes on what that means here."""
+    notes = []
+    if args.scope == "project":
+        command = ["minionsctl"]
+        if shutil.which("minionsctl") is None:
+            notes.append("`minionsctl` is not on PATH here; the project files run it by name, "
+                         "so every teammate (and you) needs it on PATH")
+    else:
+        command = _ctl_invocation(args)
+        command = command[:-2] if command[-2] in ("--home", "--socket") else command
+    return [*command, "--url", args.url, "--token-env",
+            args.token_env or "MINIONS_TOKEN"], notes
 
 
 def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
@@ -71,12 +111,19 @@ def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[A
     if not args.agent:
         args.agent = args.target
     remote = _remote_for_connect(args) if args.url else None
-    invocation = _remote_invocation(args) if args.url else _ctl_invocation(args)
+    if remote is not None:
+        invocation, notes = _remote_invocation(args)
+    else:
+        invocation, notes = (_project_invocation(args) if args.scope == "project"
+                             else (_ctl_invocation(args), []))
     try:
-        result = connect.run(args.target, args.scope, invocation,
-                             _identity_args(args), args.print_only, remote=remote)
+        result = connect.run(args.target, args.scope, invocation, _identity_args(args),
+                             args.print_only, remote=remote)
     except connect.ConnectError as exc:
         raise CommandError(str(exc)) from None
+    # Through a gateway, the daemon is on another machine: nothing to probe here.
+    warning = None if remote is not None else _daemon_warning(args)
+    result["warnings"] = notes + ([warning] if warning else [])
     return result, connect.describe
 
 
@@ -117,6 +164,8 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         return mcp_server.run(session)
+    except SystemExit as stop:  # SIGINT or SIGTERM: 128 + its number
+        return stop.code if isinstance(stop.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return EXIT_OK
 

@@ -101,7 +101,8 @@ def add_parsers(add: AddParser) -> None:
     p.add_argument("--project", metavar="P", help="bind the token to one project")
     p.add_argument("--expires", type=float, metavar="DAYS", help="expire after DAYS days")
     add("list", "list tokens (never the tokens themselves)", tok)
-    add("revoke", "end a token at once", tok).add_argument("name", metavar="NAME")
+    add("revoke", "end a token at once", tok).add_argument(
+        "name", metavar="NAME", help="the name given at create")
     p = add("serve", "run the HTTP gateway in the foreground (MCP, JSON-RPC, web view)")
     p.add_argument("--listen", metavar="HOST:PORT",
                    help="address to listen on (default gateway.listen, 127.0.0.1:8765)")

@@ -31,8 +31,7 @@ from minionsd.cli.common import (
 from minionsd.cli.gateway import RUNNERS as GATEWAY_RUNNERS
 from minionsd.cli.parser import COMMANDS, ParseError, build_parser
 from minionsd.cli.progress import Progress
-from minionsd.rpc.client import Client, DaemonUnavailable, RpcError
-from minionsd.rpc.http_client import GatewayRefused, HttpClient
+from minionsd.rpc.client import Client, DaemonUnavailable, GatewayRefused, RpcError
 
 CALL_TIMEOUT_S = 60.0
 # Jobs that can run for minutes on a big home: a long socket timeout and a progress line.
@@ -62,7 +61,7 @@ LOCAL_ONLY = frozenset({"init", "restore", "service install", "token create", "t
                         "token revoke"})
 
 
-def make_client(args: Any, name: str, timeout: float) -> Client | HttpClient:
+def make_client(args: Any, name: str, timeout: float) -> Any:
     """The socket client, or a gateway client under --url / $MINIONS_URL."""
     remote = None if name == "connect" else remote_of(args)  # connect only writes files
     if remote is None:
@@ -71,14 +70,17 @@ def make_client(args: Any, name: str, timeout: float) -> Client | HttpClient:
         raise UsageError(f"`{name}` works on the daemon's machine only, never through a "
                          "gateway; drop --url (and unset MINIONS_URL)")
     url, token = remote
+    from minionsd.rpc.http_client import HttpClient  # only for --url: http.client is not free
+
     try:
         return HttpClient(url, token, timeout=timeout)
     except ValueError as exc:
         raise UsageError(f"--url: {exc}") from None
 
 
-def where_of(client: Client | HttpClient) -> str:
-    return client.where if isinstance(client, HttpClient) else str(client.socket_path)
+def where_of(client: Any) -> str:
+    """The socket path, or the gateway URL (an HttpClient's `where`)."""
+    return getattr(client, "where", None) or str(client.socket_path)
 
 
 def _parse_failure(exc: ParseError, argv: list[str]) -> int:
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                {"status": exc.status})
         return EXIT_ERROR
     except DaemonUnavailable as exc:
-        if isinstance(client, HttpClient):
+        if not isinstance(client, Client):
             why = (f"{exc}. Check the URL, that `minionsctl serve` runs there and that the "
                    "daemon behind it runs")
             report(as_json, why, "unreachable", "minionsd is not reachable", why)

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from minionsd.gateway.auth import Authenticator, HttpRefusal, RateLimiter
+from minionsd.gateway.auth import Authenticator, HttpRefusal, RateLimiter, peer
 from minionsd.gateway.context import GatewayContext
 from minionsd.gateway.daemon_link import DaemonLink, GatewayCaller
 from minionsd.gateway.guard import Guard, send_refusal
@@ -69,7 +69,7 @@ class McpRoute:
         try:
             request = Request(scope)
             try:
-                identity = await self.ctx.auth.identify(request.headers)
+                identity = await self.ctx.auth.identify(request.headers, client=peer(request))
             except HttpRefusal as exc:
                 self.ctx.metrics.refuse(exc.reason)
                 await send_refusal(watched, exc.status, exc.reason, exc.detail, exc.headers)
@@ -116,7 +116,7 @@ def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> S
 
     async def metrics(request: Request) -> Response:
         try:
-            await ctx.auth.identify(request.headers)
+            await ctx.auth.identify(request.headers, client=peer(request))
         except HttpRefusal as exc:
             ctx.metrics.refuse(exc.reason)
             return JSONResponse(exc.body(), exc.status, headers=exc.headers)

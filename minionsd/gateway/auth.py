@@ -60,6 +60,12 @@ class RateLimiter:
         self._monotonic = monotonic
         self._buckets: dict[str, tuple[float, float]] = {}
 
+    def blocked(self, key: str) -> float:
+        """Like take, without spending: 0 when a request may go now."""
+        level, at = self._buckets.get(key, (self.burst, self._monotonic()))
+        level = min(self.burst, level + (self._monotonic() - at) * self.per_s)
+        return 0.0 if level >= 1.0 else (1.0 - level) / self.per_s
+
     def take(self, key: str) -> float:
         """0 when a request may go now, else the seconds until one may."""
         now = self._monotonic()
@@ -72,12 +78,36 @@ class RateLimiter:
         return (1.0 - level) / self.per_s
 
 
+# Failed sign-ins per client address: a burst, then one a second. Guessing tokens from one
+# address is refused with 429 before the daemon is asked.
+FAILURES_PER_S = 1.0
+FAILURE_BURST = 20
+
+
 class Authenticator:
-    def __init__(self, verifier: TokenVerifier, limiter: RateLimiter) -> None:
+    def __init__(self, verifier: TokenVerifier, limiter: RateLimiter,
+                 failures: RateLimiter | None = None) -> None:
         self.verifier = verifier
         self.limiter = limiter
+        self.failures = failures or RateLimiter(FAILURES_PER_S, FAILURE_BURST)
 
-    async def identify(self, headers: Mapping[str, str], *, count: bool = True) -> Identity:
+    async def identify(self, headers: Mapping[str, str], *, count: bool = True,
+                       client: str | None = None) -> Identity:
+        """The token's identity. `client` (the peer address) throttles failed attempts."""
+        if client is not None:
+            wait = self.failures.blocked(client)
+            if wait > 0:
+                raise HttpRefusal(429, "rate", "too many requests with bad tokens from this "
+                                  "address; retry later",
+                                  {"Retry-After": str(max(1, math.ceil(wait)))})
+        try:
+            return await self._identify(headers, count)
+        except HttpRefusal as exc:
+            if client is not None and exc.status == 401:
+                self.failures.take(client)
+            raise
+
+    async def _identify(self, headers: Mapping[str, str], count: bool) -> Identity:
         token = bearer(headers)
         if token is None:
             raise HttpRefusal(401, "missing", _WHY["missing"], {"WWW-Authenticate": CHALLENGE})
@@ -97,3 +127,9 @@ class Authenticator:
                                   f"{self.limiter.per_s:g} requests per second; retry later",
                                   {"Retry-After": str(max(1, math.ceil(wait)))})
         return identity
+
+
+def peer(request: Any) -> str | None:
+    """The client's address as the server saw it (behind_proxy: uvicorn has already put
+    X-Forwarded-For's address there)."""
+    return request.client.host if request.client else None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.gateway.identity import Identity
-from minionsd.gateway.policy import Forbidden, admit
+from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable, RpcError
 
 READ_LIMIT = 64 * 1024 * 1024  # a daemon answer can be large (a knowledge entry, a search)
@@ -93,6 +93,14 @@ class DaemonLink:
             raise RpcError(error.get("code", 0), error.get("message", ""), error.get("data"))
         return reply.get("result")
 
+    async def record_or_none(self, record_id: str) -> dict[str, Any] | None:
+        """memory.get, or None when the daemon has no such record (or refuses the id)."""
+        try:
+            record = await self.call("memory.get", {"id": record_id})
+        except RpcError:
+            return None
+        return record if isinstance(record, dict) else None
+
     async def close(self) -> None:
         while self._idle:
             _reader, writer = self._idle.pop()
@@ -127,6 +135,7 @@ class GatewayCaller:
         the daemon is not there."""
         try:
             admitted = admit(method, params, identity)
+            await check_project(method, admitted.params, identity, self.link.record_or_none)
         except Forbidden as exc:
             raise refusal(exc) from None
         return await self.link.call(method, admitted.params)

@@ -33,6 +33,16 @@ SCOPE_METHODS: dict[str, frozenset[str]] = {
 }
 
 
+# Admin methods of the socket API that came after SPEC §5.2's list.
+LATER_ADMIN_METHODS = frozenset({"backup.create"})
+
+
+def known(method: str) -> bool:
+    """Whether `method` is one of the socket API's methods (for metric labels)."""
+    return (method in SOCKET_ONLY or method in LATER_ADMIN_METHODS
+            or any(method in m for m in SCOPE_METHODS.values()))
+
+
 def scope_needed(method: str) -> str | None:
     """The scope a method needs; None for a socket-only method. A method the table does not
     name needs `admin` (the daemon answers it with method-not-found, if it does not exist)."""

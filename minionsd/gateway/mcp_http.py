@@ -14,7 +14,6 @@ the ASGI entry point for each request.
 from __future__ import annotations
 
 import contextvars
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,8 +73,15 @@ def _tool(spec: tools.ToolSpec) -> types.Tool:
                           open_world_hint=hints["openWorldHint"]))
 
 
-def _text(text: str) -> list[types.TextContent]:
-    return [types.TextContent(type="text", text=text)]
+def tool_result(session: Session, name: str, arguments: dict[str, Any] | None
+                ) -> types.CallToolResult:
+    """One tool call as the SDK's result, exactly as `minionsctl mcp` answers it
+    (tools.answer: readable text, structured content without raw recalled text, or a tool
+    error)."""
+    wire = tools.answer(session, name, arguments)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=c["text"]) for c in wire["content"]],
+        structured_content=wire["structuredContent"], is_error=wire["isError"])
 
 
 class McpEndpoint:
@@ -107,18 +113,8 @@ class McpEndpoint:
         async def call_tool(_ctx: Any, params: types.CallToolRequestParams
                             ) -> types.CallToolResult:
             session = self.session()
-            try:
-                text, data = await anyio.to_thread.run_sync(
-                    tools.call_tool, session, params.name, params.arguments)
-            except ToolFailure as exc:
-                return types.CallToolResult(content=_text(exc.text),
-                                            structured_content=exc.data or None, is_error=True)
-            except Exception as exc:  # a defect must not end the request without an answer
-                return types.CallToolResult(
-                    content=_text(f"{params.name} failed inside the gateway: "
-                                  f"{type(exc).__name__}"), is_error=True)
-            return types.CallToolResult(content=_text(text),
-                                        structured_content=json.loads(json.dumps(data)))
+            return await anyio.to_thread.run_sync(tool_result, session, params.name,
+                                                  params.arguments)
 
         async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
             return types.ListResourcesResult(resources=[

@@ -9,6 +9,7 @@ only. A pure function: /rpc, /mcp and the web view all go through it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,12 @@ from minionsd.gateway.identity import Identity, scope_needed
 
 FORBIDDEN = -32004
 INVALID_PARAMS = -32602
+NOT_FOUND = -32001
+_MESSAGES = {FORBIDDEN: "forbidden", INVALID_PARAMS: "Invalid params", NOT_FOUND: "not_found"}
+# Methods that name records by id; a project-bound token reaches only its project's records
+# (global ones it may read, never change).
+_ID_PARAMS = {"memory.get": ("id",), "memory.retract": ("id",), "memory.supersede": ("id", "by")}
+_CHANGES_ITS_ID = frozenset({"memory.retract", "memory.supersede"})
 
 # method -> the params that carry the writer's or reader's identity, forced to the token's.
 _AUTHOR_PARAMS: dict[str, tuple[str, ...]] = {
@@ -38,7 +45,7 @@ class Forbidden(Exception):
     def __init__(self, detail: str, code: int = FORBIDDEN, **data: Any) -> None:
         super().__init__(detail)
         self.code = code
-        self.message = "forbidden" if code == FORBIDDEN else "Invalid params"
+        self.message = _MESSAGES[code]
         self.detail = detail
         self.data = data
 
@@ -75,3 +82,29 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
         if method == "memory.add":
             out["scope"] = f"project:{identity.project}"
     return Admitted(out, note)
+
+
+async def check_project(method: str, params: dict[str, Any], identity: Identity,
+                        fetch: Callable[[str], Awaitable[dict[str, Any] | None]]) -> None:
+    """For a project-bound token, refuse a record outside its project: another project's
+    record reads as missing (-32001, its existence is not confirmed), and only the token's
+    own project's records may be retracted or superseded (-32004). `fetch(id)` is the record,
+    or None when there is none (the daemon then answers the request itself)."""
+    if identity.project is None or method not in _ID_PARAMS:
+        return
+    own = f"project:{identity.project}"
+    for key in _ID_PARAMS[method]:
+        value = params.get(key)
+        if not isinstance(value, str) or not value:
+            continue
+        record = await fetch(value)
+        if record is None:
+            continue
+        scope = str(record.get("scope") or "")
+        if scope.startswith("project:") and scope != own:
+            raise Forbidden(f"no record with id {value!r} in project {identity.project}",
+                            code=NOT_FOUND, id=value)
+        if method in _CHANGES_ITS_ID and key == "id" and scope != own:
+            raise Forbidden(f"token {identity.name!r} is bound to project {identity.project}: "
+                            f"it may change that project's records only, and {value} is "
+                            f"{scope}", method=method, id=value)

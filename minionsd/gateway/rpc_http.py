@@ -16,11 +16,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from minionsd.gateway.auth import Authenticator, HttpRefusal
+from minionsd.gateway.auth import Authenticator, HttpRefusal, peer
 from minionsd.gateway.daemon_link import DaemonLink
-from minionsd.gateway.identity import Identity
+from minionsd.gateway.identity import Identity, known
 from minionsd.gateway.metrics import GatewayMetrics
-from minionsd.gateway.policy import Forbidden, admit
+from minionsd.gateway.policy import Forbidden, admit, check_project
 from minionsd.rpc.client import DaemonUnavailable
 
 UNREACHABLE = -32000
@@ -67,10 +67,27 @@ def judge(message: Any, identity: Identity) -> tuple[dict[str, Any] | None, dict
     return forward, None, admitted.note
 
 
+async def _in_project(judged: tuple[dict[str, Any] | None, dict[str, Any] | None,
+                                     dict[str, Any]], identity: Identity, link: DaemonLink
+                      ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]:
+    """A forwarded request that a project-bound token may not make becomes a local answer."""
+    forward, local, note = judged
+    if forward is None or identity.project is None:
+        return judged
+    try:
+        await check_project(forward["method"], forward["params"], identity,
+                            link.record_or_none)
+    except Forbidden as exc:
+        if "id" not in forward:
+            return None, None, {}
+        return None, _error(forward["id"], exc.code, exc.message, exc.detail, **exc.data), {}
+    return forward, local, note
+
+
 async def answer(messages: list[Any], identity: Identity,
                  link: DaemonLink) -> list[dict[str, Any]]:
     """The answers to a batch, in request order (notifications have none)."""
-    judged = [judge(m, identity) for m in messages]
+    judged = [await _in_project(judge(m, identity), identity, link) for m in messages]
     forward = [f for f, _, _ in judged if f is not None]
     replies: list[dict[str, Any]] = []
     if forward:
@@ -119,7 +136,7 @@ class RpcEndpoint:
             self.metrics.observe("rpc", method, status, time.perf_counter() - started)
 
     async def _handle(self, request: Request) -> tuple[Response, str]:
-        identity = await self.auth.identify(request.headers)
+        identity = await self.auth.identify(request.headers, client=peer(request))
         body = await request.body()
         try:
             decoded = json.loads(body)
@@ -132,8 +149,19 @@ class RpcEndpoint:
         messages = decoded if batch else [decoded]
         label = (messages[0].get("method") if not batch and isinstance(messages[0], dict)
                  else "batch")
-        label = label if isinstance(label, str) and len(label) < 64 else "-"
+        # Only known method names become metric labels: a client must not be able to grow
+        # the metrics with made-up names.
+        label = label if label == "batch" or (isinstance(label, str) and known(label)) else "other"
         try:
+            if not batch and identity.project is None:
+                forward, _local, note = judge(decoded, identity)
+                if forward is not None and not note and "id" in forward:
+                    # One request whose answer needs nothing added: the daemon's bytes as
+                    # they are, without decoding and encoding them again.
+                    line = await self.link.exchange_bytes(json.dumps(
+                        forward, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+                    return Response((line or b"").rstrip(b"\n"),
+                                    media_type="application/json"), label
             out = await answer(messages, identity, self.link)
         except (DaemonUnavailable, TimeoutError, OSError) as exc:
             return JSONResponse(_error(None, UNREACHABLE, "internal",

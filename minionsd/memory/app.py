@@ -15,6 +15,7 @@ from minionsd import __version__
 from minionsd.clock import Clock, iso, system_clock
 from minionsd.config import Config
 from minionsd.home import Home
+from minionsd.memory.filewarn import FileWarnings
 from minionsd.storage.database import Database
 
 if TYPE_CHECKING:  # made by daemon.py: retrieval sits above this layer
@@ -38,6 +39,11 @@ class App:
     login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
     # What retrieval keeps between calls for this database (one per open Database).
     recall_index: RecallIndex | None = None
+    # Hand-edited files read with a warning (not UTF-8), for the log and `status.warnings`.
+    file_warnings: FileWarnings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.file_warnings = FileWarnings(self.home.root, lambda: self.clock())
 
     def now(self):
         return self.clock()

@@ -4,30 +4,22 @@ raises RpcError for an error answer, DaemonUnavailable when the gateway or the d
 it cannot be reached, TimeoutError when no answer comes in time, and GatewayRefused for an
 HTTP refusal (401 bad token, 403, 429...), which carries the gateway's reason.
 
-Standard library only (http.client), so `minionsctl --url` and hooks stay quick to start. The
-token is sent in the Authorization header only and never appears in an error.
+Standard library only (http.client, imported on first use, so plain socket commands that
+import this module pay nothing for it). The token is sent in the Authorization header only
+and never appears in an error.
 """
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
-import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from minionsd.rpc.client import DaemonUnavailable, RpcError
+from minionsd.rpc.client import DaemonUnavailable, GatewayRefused, RpcError
 
-
-class GatewayRefused(Exception):
-    """The gateway answered with an HTTP refusal; `status` and `reason` say which."""
-
-    def __init__(self, status: int, reason: str, detail: str) -> None:
-        super().__init__(f"the gateway refused the request (HTTP {status}): {detail}")
-        self.status = status
-        self.reason = reason
-        self.detail = detail
+if TYPE_CHECKING:
+    import http.client
 
 
 def endpoint_url(base: str, path: str) -> str:
@@ -51,6 +43,9 @@ class HttpClient:
         self._conn: http.client.HTTPConnection | None = None
 
     def _connection(self) -> http.client.HTTPConnection:
+        import http.client
+        import ssl
+
         if self._conn is None:
             parts = urlsplit(self.url)
             if parts.scheme == "https":
@@ -72,6 +67,8 @@ class HttpClient:
         self.close()
 
     def _post(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        import http.client
+
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -121,3 +118,5 @@ class HttpClient:
             detail = f"{detail} (retry after {headers['retry-after']} s)".strip()
         raise GatewayRefused(status, reason or f"http_{status}",
                              detail or f"unexpected answer from {self.url}")
+
+__all__ = ["GatewayRefused", "HttpClient", "endpoint_url"]

@@ -187,6 +187,8 @@ def test_json_before_and_after_every_command():
         "config get": [], "config set": ["k", "v"], "maintenance": ["reindex"],
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
         "service install": ["--print"], "connect": ["codex", "--print"],
+        "token create": ["n", "--agent", "a", "--scope", "read"], "token list": [],
+        "token revoke": ["n"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()

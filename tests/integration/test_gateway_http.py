@@ -163,6 +163,24 @@ def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
     rows = env.daemon.call("telemetry.retrievals", limit=1)["rows"]
     assert (rows[0]["project"], rows[0]["agent"]) == ("payments", "pay-bot")
 
+    def add(scope: str) -> str:
+        return env.daemon.call("memory.add", body=f"A fact in {scope}.", type="semantic",
+                               scope=scope, trust="agent", source="test")["id"]
+
+    other, shared, own = add("project:billing"), add("global"), add("project:payments")
+    reply = call_rpc(env.gateway, env.bound, "memory.get", id=other)
+    assert reply["error"]["code"] == -32001  # another project's record reads as missing
+    assert call_rpc(env.gateway, env.bound, "memory.get", id=shared)["result"]["id"] == shared
+    for target in (other, shared):
+        _, _, replies = env.gateway.rpc(env.bound, [
+            rpc("memory.retract", id=target, reason="not ours"),
+            rpc("memory.supersede", id=own, by=other)])
+        assert replies[0]["error"]["code"] in (-32001, -32004)
+        assert replies[1]["error"]["code"] == -32001
+    assert env.daemon.call("memory.get", id=shared)["status"] == "active"
+    reply = call_rpc(env.gateway, env.bound, "memory.retract", id=own, reason="outdated")
+    assert reply["result"]["status"] == "retracted"
+
 
 # --- browser and network safety ------------------------------------------------------------
 
@@ -179,21 +197,40 @@ def test_a_foreign_host_is_421_and_a_foreign_origin_403(env):
     assert _get(env.gateway, "/healthz", None, {"Host": "evil.example"})[0] == 421
 
 
-def test_a_body_over_the_limit_is_413(env):
-    big = b'{"jsonrpc":"2.0","id":1,"method":"status","params":{"x":"' + b"a" * 1_100_000 + b'"}}'
-    status, _, body = env.gateway.rpc(env.read, big)
-    assert (status, body["error"]["reason"]) == (413, "size")
-    # without a Content-Length (chunked), counted as it arrives
-    with socket.create_connection(("127.0.0.1", env.gateway.port), timeout=20) as sock:
+def _send_big(port: int, token: str, framing: bytes, body: list[bytes]) -> bytes:
+    """Send a request whose body is over the limit and read the answer; the gateway may
+    answer and close before all of the body is sent (a client then sees a broken pipe)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
         sock.sendall(b"POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
-                     + env.read.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n")
-        chunk = b"a" * 65536
+                     + token.encode() + b"\r\n" + framing + b"\r\n")
         try:
-            for _ in range(20):
-                sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            for piece in body:
+                sock.sendall(piece)
         except OSError:
-            pass  # the gateway may answer and close before all of it is sent
-        assert sock.recv(200).startswith(b"HTTP/1.1 413")
+            pass
+        answer = b""
+        while b"}}" not in answer:  # the headers and the JSON body may come in two reads
+            piece = sock.recv(4096)
+            if not piece:
+                break
+            answer += piece
+        return answer
+
+
+def test_a_body_over_the_limit_is_413(env):
+    chunk = b"a" * 65536
+    # refused by its Content-Length; a body that is not far over is read first, so even a
+    # client that sends it all (minionsctl --url) reads the answer
+    answer = _send_big(env.gateway.port, env.read, b"Content-Length: 1310720\r\n",
+                       [chunk] * 20)
+    assert answer.startswith(b"HTTP/1.1 413") and b'"reason": "size"' in answer
+    status, _, body = env.gateway.rpc(env.read, b"[" + b" " * 1_300_000 + b"]")
+    assert (status, body["error"]["reason"]) == (413, "size")
+    # without a Content-Length (chunked), counted as it arrives: 17 chunks of 64 KiB are just
+    # over the 1 MiB limit (nothing more is sent, so the answer is read, not reset)
+    answer = _send_big(env.gateway.port, env.read, b"Transfer-Encoding: chunked\r\n",
+                       [f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"] * 17)
+    assert answer.startswith(b"HTTP/1.1 413") and b'"reason": "size"' in answer
 
 
 def test_a_token_in_the_query_string_is_400(env):
@@ -220,6 +257,9 @@ def test_over_the_rate_is_429_with_retry_after(env):
         assert refused[0][1]["error"]["reason"] == "rate"
         # another token has its own bucket
         assert slow.rpc(env.write, rpc("status"))[0] == 200
+        # guessing tokens from one address: 401s, then 429 before the daemon is asked
+        guesses = [slow.rpc(f"mnt_{n:043d}", rpc("status"))[0] for n in range(25)]
+        assert guesses[0] == 401 and guesses[-1] == 429, guesses
     finally:
         slow.stop()
 

@@ -6,7 +6,9 @@ project from the token."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 import urllib.error
 import urllib.request
@@ -181,3 +183,38 @@ def test_mcp_without_a_token_is_401_and_oauth_is_not_offered(env):
     status, _ = _post(env, "mnt_" + "C" * 43, {"jsonrpc": "2.0", "id": 1,
                                                "method": "tools/list"})
     assert status == 401
+
+
+MCP1_CLIENT = '''
+import json, sys, anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+async def main(url, token):
+    headers = {"Authorization": f"Bearer {token}"}
+    async with streamablehttp_client(url, headers=headers) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            tools = [t.name for t in (await session.list_tools()).tools]
+            result = await session.call_tool("knowledge_list", {})
+            print(json.dumps({"protocol": init.protocolVersion, "tools": tools,
+                              "isError": result.isError}))
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+'''
+
+
+@pytest.mark.skipif(not os.environ.get("MINIONS_TEST_MCP1_PYTHON"),
+                    reason="set MINIONS_TEST_MCP1_PYTHON to a Python with mcp 1.x installed")
+def test_an_mcp_1x_client(env, tmp_path):
+    """The handshake-era SDK (mcp 1.x, e.g. `python -m venv v && v/bin/pip install
+    'mcp<2'`) against the gateway; its own environment, so it is opt-in."""
+    script = tmp_path / "client.py"
+    script.write_text(MCP1_CLIENT)
+    done = subprocess.run([os.environ["MINIONS_TEST_MCP1_PYTHON"], str(script),
+                           env.gateway.url + "/mcp", env.read], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["protocol"] in ("2025-06-18", "2025-11-25")
+    assert answer["tools"] == READ_TOOLS and answer["isError"] is False

@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO, DaemonProcess
-from tests.gateway_harness import GatewayProcess, free_port, make_token
+from tests.gateway_harness import GatewayProcess, free_port, gateway_with, make_token
 from tests.integration.test_connect import CLAUDE_JSON, CLAUDE_SETTINGS, CODEX_TOML, CURSOR_JSON
 
 
@@ -200,3 +200,26 @@ def test_connect_url_writes_each_agents_remote_form_and_it_works(env, tmp_path):
 
     for header in headers:
         assert "memory_context" in anyio.run(tools, mcp_url, header)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
+def test_the_gateway_speaks_https_with_its_own_certificate(env, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)], capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    tls = gateway_with(env.daemon, **{"gateway.tls_cert": str(cert),
+                                      "gateway.tls_key": str(key)}, scheme="https",
+                       ca=str(cert))
+    try:
+        url = f"https://127.0.0.1:{tls.port}"
+        done = ctl("--url", url, "show", env.record, MINIONS_TOKEN=env.read,
+                   SSL_CERT_FILE=str(cert))
+        assert done.returncode == 0 and env.record in done.stdout, done.stderr
+        # a client that does not trust the certificate does not talk to it
+        done = ctl("--url", url, "show", env.record, MINIONS_TOKEN=env.read)
+        assert done.returncode == 3 and "CERTIFICATE_VERIFY_FAILED" in done.stderr
+    finally:
+        tls.stop()

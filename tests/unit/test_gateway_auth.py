@@ -21,7 +21,7 @@ from minionsd.gateway.identity import (
     Identity,
     scope_needed,
 )
-from minionsd.gateway.policy import FORBIDDEN, Forbidden, admit
+from minionsd.gateway.policy import FORBIDDEN, Forbidden, admit, check_project
 from minionsd.gateway.settings import GatewaySettings, host_only
 from minionsd.gateway.tokens import CACHE_S, TokenVerifier
 
@@ -149,3 +149,29 @@ def test_hosts_and_origins():
     ("project=payments", False), ("", False)])
 def test_query_string_tokens(query, refused):
     assert query_holds_token(query) is refused
+
+
+def test_a_project_bound_token_reaches_its_projects_records_only():
+    records = {"M-own": "project:payments", "M-other": "project:billing", "M-g": "global"}
+
+    async def fetch(record_id: str) -> dict[str, Any] | None:
+        return {"scope": records[record_id]} if record_id in records else None
+
+    async def outcome(identity: Identity, method: str, **params: Any) -> int | None:
+        try:
+            await check_project(method, params, identity, fetch)
+        except Forbidden as exc:
+            return exc.code
+        return None
+
+    async def main() -> None:
+        assert await outcome(ADMIN, "memory.get", id="M-own") is None
+        assert await outcome(ADMIN, "memory.get", id="M-g") is None
+        assert await outcome(ADMIN, "memory.get", id="M-other") == -32001
+        assert await outcome(ADMIN, "memory.get", id="M-missing") is None  # the daemon says
+        assert await outcome(ADMIN, "memory.retract", id="M-g", reason="x") == -32004
+        assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-other") == -32001
+        assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-g") is None
+        assert await outcome(WRITE, "memory.retract", id="M-other", reason="x") is None
+
+    asyncio.run(main())

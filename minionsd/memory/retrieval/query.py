@@ -15,6 +15,7 @@ the wrong type are ignored rather than rejected.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from minionsd.text.ftsquery import (
     normalise_phrases,
     unique_terms,
 )
+from minionsd.text.redact import redact
 
 MAX_TERMS = 32
 MAX_SYNONYM_TERMS = 6  # slots synonyms may take from the task's own last terms
@@ -119,10 +121,20 @@ def _field_texts(task: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
         yield path, True
 
 
+_MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+
+
+def without_secrets(text: str) -> str:
+    """`text` redacted, each marker left as a space: a token pasted into a task never becomes
+    a stored term (SPEC §3.3 item 6), and the marker's own words (`redacted`, `key`) none."""
+    return _MARKER_RE.sub(" ", redact(text))
+
+
 def _all_terms(task: Mapping[str, Any]) -> Iterator[str]:
     for text, is_path in _field_texts(task):
         if not text:
             continue
+        text = without_secrets(text)
         if is_path:
             yield from _path_terms(text)
         else:
