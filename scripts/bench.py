@@ -153,7 +153,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--web-samples", type=int, default=30,
                         help="requests per web-view page (section 7)")
     parser.add_argument("--web-home", metavar="DIR",
-                        help="section 6 on a home an earlier --only web --keep run loaded "
+                        help="section 7 on a home an earlier --only web --keep run loaded "
                         "(<kept root>/w), instead of loading N records again")
     parser.add_argument("--search-budget-s", type=float, default=120,
                         help="stop the search timing after this long (slow daemons)")

@@ -188,7 +188,7 @@ def test_json_before_and_after_every_command():
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
         "service install": ["--print"], "connect": ["codex", "--print"],
         "token create": ["n", "--agent", "a", "--scope", "read"], "token list": [],
-        "token revoke": ["n"],
+        "token revoke": ["n"], "web": ["--no-open"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()

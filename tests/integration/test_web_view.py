@@ -90,7 +90,8 @@ class Site:
         wait_for(lambda: call("maintenance.run", job="rescan") and call(
             "inbox.list", quarantined=True)["quarantined"], timeout=20, interval=0.2,
                  what="the undecodable note to be quarantined")
-        (self.home / "knowledge" / "agents" / "dallas.md").parent.mkdir(exist_ok=True)
+        (self.home / "pinned.md").write_bytes(b"Run the tests \xff first.\n")  # hand-edited
+        call("pinned.get")
         for name, scopes in (("admin", ["admin"]), ("reader", ["read"]),
                              ("revoked", ["read"])):
             self.tokens[name] = call("token.create", name=f"t-{name}", agent=f"a-{name}",
@@ -263,6 +264,8 @@ def test_each_page_shows_what_the_socket_reports(admin: Session, site: Site) -> 
     assert s.page.inner_text("[data-key='inbox.pending']") == str(status["inbox"]["pending"])
     overview = s.context.request.get("/index.json").json()
     assert overview["status"]["records"] == status["records"]
+    assert [w["file"] for w in status["warnings"]] == ["pinned.md"]
+    assert "pinned.md" in s.page.inner_text("section:has(#h-warn)")
     Path(REPO / "docs" / "img").mkdir(exist_ok=True)
     s.page.set_viewport_size({"width": 1100, "height": 800})
     # bytes, not path=: Playwright would write the file from a thread of its own
