@@ -395,6 +395,9 @@ def test_requeue_and_hold_from_the_inbox(admin: Session, site: Site) -> None:
     assert "released" in s.page.inner_text("[role=status]")
     assert not next(n for n in site.call("inbox.list")["notes"]
                     if n["name"] == held["name"])["held"]
+    s.page.locator("tr", has_text=held["name"]).locator("button:has-text('Hold')").click()
+    assert "is held" in s.page.inner_text("[role=status]")
+    assert next(n for n in site.call("inbox.list")["notes"] if n["name"] == held["name"])["held"]
     assert not s.violations()
 
 
@@ -414,6 +417,14 @@ def test_supersede_and_purge_through_their_confirm_steps(admin: Session, site: S
     assert new in s.page.inner_text("section:has(#h-chain)")
     s.goto(f"/records/{new}")
     assert old in s.page.inner_text("section:has(#h-chain)")  # the chain, both ways
+    s.goto(f"/records/{old}")
+    s.page.click("text=Pin…")
+    s.page.check("input[name=confirm]")
+    s.page.click("form.confirm button[type=submit]")
+    assert "pinned" in s.page.inner_text("[role=status]")
+    pinned = site.call("memory.get", id=old)
+    assert pinned["pinned"] and pinned["status"] == "active"
+    s.goto(f"/records/{new}")
     s.page.click("text=Purge…")
     s.page.fill("#reason", "a leaked host name")
     s.page.check("input[name=confirm]")
@@ -515,6 +526,15 @@ def test_pages_work_without_javascript(browser: Any, site: Site) -> None:
     try:
         s.sign_in(site.tokens["admin"])
         assert "Overview" in s.page.inner_text("h1")
+        batches = site.call("status")["consolidation"]["batches"]
+        s.page.click("button:has-text('Consolidate now')")
+        assert "Consolidation ran" in s.page.inner_text("[role=status]")
+        assert site.call("status")["consolidation"]["batches"] == batches + 1
+        s.goto("/pinned")
+        s.page.fill("#text", "Pinned from the browser, without scripts.")
+        s.page.click("button:has-text('Save')")
+        assert "saved" in s.page.inner_text("[role=status]")
+        assert site.call("pinned.get")["text"] == "Pinned from the browser, without scripts."
         target = site.call("memory.add", body="a record to expire without scripts",
                            type="semantic", scope="global", trust="agent", source="test",
                            title="No-JS expiry")["id"]
