@@ -25,9 +25,9 @@ from minionsd.storage.record_fields import STATUSES, TRUSTS, TYPES, check_choice
 from minionsd.text import ftsquery
 
 BROWSE_MAX_LIMIT = 200
-# A total beyond this is shown as "10,000 or more": counting every one of 100,000 matches
+# A total beyond this is shown as "1,000 or more": counting every one of 100,000 matches
 # (each a row read) would cost more than the page itself.
-COUNT_CAP = 10_000
+COUNT_CAP = 1_000
 # A text query with more matches than this lists them newest first instead of best first.
 RANK_MAX = 5_000
 CHAIN_MAX = 50
