@@ -94,6 +94,14 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
     """
     rel = app.home.rel(path)
     with _KB_SYNC:
+        if not knowledge.is_own_file(app.home, path) and path.is_file() \
+                and not path.is_symlink():
+            # A regular file in a directory that leads out of the home (a linked knowledge/
+            # or category directory): never followed, and not taken for deleted either (its
+            # record may be one minionsd itself just wrote there).
+            app.file_warnings.replaced(path, "in a directory that leads out of the home: "
+                                             "never followed, so not brought into SQL")
+            return "unreadable"
         if not knowledge.is_own_file(app.home, path):
             # A symlink (to anywhere) is never followed, as the sweep never follows one: the
             # path counts as gone, so a record it fed before stops being fed.

@@ -92,8 +92,12 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
     return {
         "type": "semantic", "scope": f"project:{project}" if project else "global",
         "trust": trust,
-        "title": redact((title or first_heading(body) or Path(rel).stem)[:500]),
-        "body": redact(body.strip() or text), "source": rel,
+        # A hand-made file name may hold a token between dashes, where redact() alone does
+        # not see one: the name a prompt shows (source, a title from the stem) is redacted
+        # as a dropped note's name is; the file keeps its path (kb_files binds by it).
+        "title": redact((title or first_heading(body)
+                         or classify.redacted_name(Path(rel).stem))[:500]),
+        "body": redact(body.strip() or text), "source": classify.redacted_name(rel),
         "author": author or (str(meta["author"]) if meta.get("author") else None),
         "project": project, "agent": None, "task": None, "pr": None, "paths": [],
         "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,

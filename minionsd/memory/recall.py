@@ -190,7 +190,8 @@ def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
     if team is not None:
         sections.append(team)
     if agent is not None and has_notebook(agent, cfg.agents):
-        notebook = read_text(app.home.notebook(agent), app.file_warnings)
+        path = app.notebook(agent)
+        notebook = read_text(path, app.file_warnings) if path is not None else None
         personal = prompt.personal_section(notebook, agent,
                                            cfg["engine.personal_memory_max_bytes"], fence_max)
         if personal is not None:

@@ -297,7 +297,9 @@ class Pipeline:
         for note in batch.notes:
             if note.done or not has_notebook(note.author, agents):
                 continue
-            path = self.app.home.notebook(note.author)
+            path = self.app.notebook(note.author)
+            if path is None:  # a symlink out of knowledge/agents/: never followed
+                continue
             entry_id = note.content_hash[:16]
             with lock_for(path):
                 current = read_text(path, self.app.file_warnings)
