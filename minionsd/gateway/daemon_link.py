@@ -26,10 +26,22 @@ from minionsd.rpc.client import DaemonUnavailable, RpcError
 
 READ_LIMIT = 64 * 1024 * 1024  # a daemon answer can be large (a knowledge entry, a search)
 POOL_SIZE = 16
+CALL_TIMEOUT_S = 60.0
+# Jobs that can run for minutes on a big home (as minionsctl waits for them on the socket).
+SLOW_METHODS = frozenset({"consolidation.run", "maintenance.run", "backup.create"})
+SLOW_TIMEOUT_S = 3600.0
+
+
+def timeout_for(methods: list[str]) -> float:
+    return SLOW_TIMEOUT_S if SLOW_METHODS.intersection(methods) else CALL_TIMEOUT_S
+
+
+class DaemonTimeout(TimeoutError):
+    """The daemon accepted the request and did not answer in time (it may still finish)."""
 
 
 class DaemonLink:
-    def __init__(self, socket_path: Path, timeout: float = 60.0) -> None:
+    def __init__(self, socket_path: Path, timeout: float = CALL_TIMEOUT_S) -> None:
         self.socket_path = socket_path
         self.timeout = timeout
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
@@ -56,10 +68,13 @@ class DaemonLink:
         else:
             pair[1].close()
 
-    async def exchange_bytes(self, payload: bytes) -> bytes | None:
+    async def exchange_bytes(self, payload: bytes, timeout: float | None = None
+                             ) -> bytes | None:
         """Send one line (a request or batch, without its newline) and return the reply line;
-        None for a message the daemon does not answer (notifications only)."""
+        None for a message the daemon does not answer (notifications only). DaemonTimeout
+        when no answer comes within `timeout` (default: the link's)."""
         expects_reply = _expects_reply(payload)
+        wait = self.timeout if timeout is None else timeout
         reader, writer = await self._take()
         ok = False
         try:
@@ -68,12 +83,18 @@ class DaemonLink:
             if not expects_reply:
                 ok = True
                 return None
-            line = await asyncio.wait_for(reader.readline(), self.timeout)
+            try:
+                line = await asyncio.wait_for(reader.readline(), wait)
+            except TimeoutError:
+                raise DaemonTimeout(f"minionsd did not answer within {wait:g} s (it may "
+                                    "still finish the request)") from None
             if not line.endswith(b"\n"):
                 raise DaemonUnavailable(
                     f"minionsd on {self.socket_path} closed the connection before answering")
             ok = True
             return line
+        except DaemonTimeout:
+            raise  # a TimeoutError is an OSError: not "went away"
         except (ConnectionError, OSError) as exc:
             raise DaemonUnavailable(f"minionsd on {self.socket_path} went away: {exc}") from exc
         finally:
@@ -82,9 +103,11 @@ class DaemonLink:
             else:
                 writer.close()
 
-    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+    async def call(self, method: str, params: dict[str, Any] | None = None,
+                   timeout: float | None = None) -> Any:
         message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
-        line = await self.exchange_bytes(json.dumps(message, separators=(",", ":")).encode())
+        line = await self.exchange_bytes(json.dumps(message, separators=(",", ":")).encode(),
+                                         timeout or timeout_for([method]))
         reply = json.loads(line or b"null")
         if not isinstance(reply, dict):
             raise DaemonUnavailable("the daemon's answer was not a JSON-RPC response")

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from minionsd.gateway.auth import Authenticator, HttpRefusal, peer
-from minionsd.gateway.daemon_link import DaemonLink
+from minionsd.gateway.daemon_link import DaemonLink, DaemonTimeout, timeout_for
 from minionsd.gateway.identity import Identity, known
 from minionsd.gateway.metrics import GatewayMetrics
 from minionsd.gateway.policy import Forbidden, admit, check_project
@@ -93,7 +93,7 @@ async def answer(messages: list[Any], identity: Identity,
     if forward:
         payload = json.dumps(forward if len(forward) > 1 else forward[0],
                              separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        line = await link.exchange_bytes(payload)
+        line = await link.exchange_bytes(payload, timeout_for([f["method"] for f in forward]))
         if line is not None:
             decoded = json.loads(line)
             replies = decoded if isinstance(decoded, list) else [decoded]
@@ -143,6 +143,9 @@ class RpcEndpoint:
         except (ValueError, UnicodeDecodeError) as exc:
             return JSONResponse(_error(None, -32700, "Parse error",
                                        f"the body is not valid UTF-8 JSON: {exc}")), "-"
+        except RecursionError:
+            return JSONResponse(_error(None, -32600, "Invalid Request",
+                                       "the body is nested too deeply")), "-"
         batch = isinstance(decoded, list)
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"
@@ -159,10 +162,14 @@ class RpcEndpoint:
                     # One request whose answer needs nothing added: the daemon's bytes as
                     # they are, without decoding and encoding them again.
                     line = await self.link.exchange_bytes(json.dumps(
-                        forward, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+                        forward, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
+                        timeout_for([forward["method"]]))
                     return Response((line or b"").rstrip(b"\n"),
                                     media_type="application/json"), label
             out = await answer(messages, identity, self.link)
+        except DaemonTimeout as exc:
+            return JSONResponse(_error(None, UNREACHABLE, "internal", str(exc),
+                                       kind="daemon_timeout"), 504), label
         except (DaemonUnavailable, TimeoutError, OSError) as exc:
             return JSONResponse(_error(None, UNREACHABLE, "internal",
                                        "the minionsd daemon behind this gateway is not "

@@ -22,6 +22,8 @@ from minionsd.gateway.identity import Identity
 CACHE_S = 5.0
 CACHE_MAX = 4096
 BAD_CACHE_S = 1.0
+# A daemon that cannot check a token within this is treated as unreachable (503).
+VERIFY_TIMEOUT_S = 10.0
 
 
 def fingerprint(token: str) -> str:
@@ -48,7 +50,7 @@ class TokenVerifier:
         hit = self._cache.get(key)
         if hit is not None and hit[0] > now:
             return hit[1], hit[2]
-        answer = await self.link.call("token.verify", {"token": token})
+        answer = await self.link.call("token.verify", {"token": token}, VERIFY_TIMEOUT_S)
         if answer.get("valid"):
             identity: Identity | None = Identity.from_verify(answer)
             reason, ttl = "ok", self.cache_s

@@ -15,10 +15,14 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
+import structlog
+
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams
 from minionsd.memory.app import Surface
 from minionsd.storage import tokens as store
+
+log = structlog.get_logger()
 
 PREFIX = "mnt_"
 SCOPES = ("read", "write", "admin")
@@ -96,6 +100,19 @@ def judge(row: dict[str, Any] | None, human_authors: frozenset[str],
             "project": row["project"], "expires_at": row["expires_at"]}
 
 
+def _touch(app: Any, name: str, now: datetime) -> None:
+    """Note the token's last use without waiting for the write; a failure is logged (by the
+    token's name) and changes nothing else."""
+    def report(done: Any) -> None:
+        if done.exception() is not None:
+            log.warning("tokens.touch_failed", name=name, error=str(done.exception())[:300])
+
+    try:
+        app.db.write_unsynced_nowait(store.touch, name, now).add_done_callback(report)
+    except RuntimeError as exc:  # the database closed during shutdown
+        log.warning("tokens.touch_failed", name=name, error=str(exc)[:300])
+
+
 class TokenSurface(Surface):
     def methods(self) -> dict[str, Any]:
         app = self.app
@@ -124,7 +141,7 @@ class TokenSurface(Surface):
             answer = judge(row, app.human_authors(), now)
             if answer["valid"] and (row["last_used"] is None
                                     or parse_iso(row["last_used"]) + TOUCH_EVERY <= now):
-                app.db.write_unsynced_nowait(store.touch, row["name"], now)
+                _touch(app, row["name"], now)
             return answer
 
         async def token_count() -> dict[str, Any]:

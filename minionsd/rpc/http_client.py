@@ -111,6 +111,8 @@ class HttpClient:
                 detail = str((err.get("data") or {}).get("detail") or err.get("detail") or "")
         if status == 503:
             raise DaemonUnavailable(detail or f"the daemon behind {self.url} is not reachable")
+        if status == 504:  # the daemon took the request and did not answer in time
+            raise TimeoutError(detail or f"no answer through {self.url} in time")
         reason = ""
         if isinstance(decoded, dict) and isinstance(decoded.get("error"), dict):
             reason = str(decoded["error"].get("reason") or "")

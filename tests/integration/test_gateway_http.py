@@ -130,6 +130,8 @@ def test_batches_and_notifications(env):
     assert (status, body) == (204, None)
     status, _, body = env.gateway.rpc(env.read, b"{not json")
     assert status == 200 and body["error"]["code"] == -32700
+    status, _, body = env.gateway.rpc(env.read, b"[" * 200_000 + b"]" * 200_000)
+    assert status == 200 and body["error"]["code"] == -32600
 
 
 # --- identity ------------------------------------------------------------------------------
@@ -260,6 +262,9 @@ def test_over_the_rate_is_429_with_retry_after(env):
         # guessing tokens from one address: 401s, then 429 before the daemon is asked
         guesses = [slow.rpc(f"mnt_{n:043d}", rpc("status"))[0] for n in range(25)]
         assert guesses[0] == 401 and guesses[-1] == 429, guesses
+        # not behind a proxy, X-Forwarded-For is not believed: no way around the throttle
+        spoofed = slow.rpc("mnt_" + "E" * 43, rpc("status"), {"X-Forwarded-For": "10.9.8.7"})
+        assert spoofed[0] == 429
     finally:
         slow.stop()
 
@@ -296,6 +301,11 @@ def test_healthz_and_metrics(env):
 def test_tokens_never_reach_a_log_and_the_gateway_opens_no_database(env):
     call_rpc(env.gateway, env.write, "inbox.submit", body="log check")
     env.gateway.rpc("mnt_" + "B" * 43, rpc("status"))
+    def last_used() -> str | None:  # the daemon notes a use without waiting for the write
+        rows = env.daemon.call("token.list")["tokens"]
+        return next(t["last_used"] for t in rows if t["name"] == "writer")
+
+    wait_for(last_used, what="token list to show the writer token's last use")
     logs = env.gateway.log() + env.daemon.log()
     for token in (env.read, env.write, env.admin, env.bound, "mnt_" + "B" * 43):
         assert token not in logs

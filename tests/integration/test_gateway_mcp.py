@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from minionsd.agents import tools
+from minionsd.agents import structured, tools
 from minionsd.text.fence import FENCE_NAME
 from tests.conftest import DaemonProcess
 from tests.gateway_harness import GatewayProcess, make_token
@@ -102,6 +102,10 @@ def test_tools_and_resources_work_fenced_with_the_tokens_identity(env):
                                              {"text": "change the ledger export schedule"})
             assert not context.is_error
             seen["context"] = context.content[0].text
+            # structured content carries no raw recalled text, as over stdio
+            assert structured.unsafe_strings(context.structured_content) == []
+            found = await client.call_tool("memory_search", {"query": "ledger export"})
+            assert structured.unsafe_strings(found.structured_content) == []
             note = await client.call_tool("memory_note", {"body": "Hourly exports confirmed.",
                                                           "title": "Exports"})
             assert not note.is_error, note.content[0].text

@@ -84,7 +84,8 @@ class FakeLink:
                                        "scopes": ["read"], "project": None, "expires_at": None}
         self.calls = 0
 
-    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, method: str, params: dict[str, Any],
+                   timeout: float | None = None) -> dict[str, Any]:
         assert method == "token.verify"
         self.calls += 1
         return dict(self.answer)
