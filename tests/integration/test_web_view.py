@@ -451,3 +451,15 @@ def test_narrow_dark_and_keyboard(browser: Any, site: Site) -> None:
         assert not s.violations()
     finally:
         s.close()
+
+
+def test_a_stopped_daemon_is_a_page_that_says_so(admin: Session, site: Site) -> None:
+    """Last in the module: it stops the daemon (the gateway stays up)."""
+    s = admin
+    site.daemon.stop()
+    response = s.goto("/records")
+    assert response.status == 503
+    assert "not running" in s.page.inner_text("h1")
+    assert "Start it with `minionsd`" in s.page.inner_text("[role=alert]")
+    answer = s.context.request.get("/records.json")
+    assert answer.status == 503 and "not running" in answer.json()["error"]["title"]
