@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.errors import InvalidParams, NotFound
+from minionsd.fileio import read_text
 from minionsd.home import check_name, safe_child
 from minionsd.memory.app import App, Surface
 from minionsd.memory.recall import TelemetryQueue
@@ -23,15 +24,6 @@ from minionsd.text.redact import redact
 from minionsd.threads import run_in_daemon_thread
 
 DIGEST_MAX_SECTIONS = 500
-
-
-def read_lenient(path: Path) -> str | None:
-    """A file's text with each undecodable byte as U+FFFD (a hand-edited file may hold one);
-    None when it does not exist."""
-    try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except (FileNotFoundError, IsADirectoryError):
-        return None
 
 
 def provenance(conn: Any, record_id: str, now: Any) -> dict[str, Any]:
@@ -69,7 +61,7 @@ def archived_note(archive: Path, name: Any) -> dict[str, Any]:
     path = safe_child(archive, name, "name")
     if path.is_symlink() or not path.is_file():
         raise NotFound(f"no archived note named {name!r} in notes/archive", name=name)
-    text = read_lenient(path) or ""
+    text = read_text(path) or ""
     return {"path": f"notes/archive/{name}", "text": redact(text)}
 
 
@@ -86,7 +78,8 @@ class BrowseSurface(Surface):
         configured = self.app.config.agents.get(agent_id)
         temporary = bool((configured or {}).get("temporary", False))
         notebook = self.app.home.notebook(agent_id)
-        text = read_lenient(notebook) if configured and not temporary else None
+        text = (read_text(notebook, self.app.file_warnings)
+                if configured and not temporary else None)
         return {"id": agent_id, "name": (configured or {}).get("name") or agent_id,
                 "configured": configured is not None, "temporary": temporary,
                 "notebook": self.app.home.rel(notebook) if text is not None else None,
@@ -142,7 +135,8 @@ class BrowseSurface(Surface):
                     or not 1 <= limit <= DIGEST_MAX_SECTIONS:
                 raise InvalidParams(f"'limit' must be an integer from 1 to "
                                     f"{DIGEST_MAX_SECTIONS}", param="limit")
-            text = await run_in_daemon_thread(read_lenient, app.home.notes, name="digest-get")
+            text = await run_in_daemon_thread(read_text, app.home.notes, app.file_warnings,
+                                              name="digest-get")
             return {"path": "notes.md"} | digest_sections(text, limit)
 
         async def archive_get(name: Any) -> dict[str, Any]:

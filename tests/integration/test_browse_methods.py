@@ -104,6 +104,7 @@ def test_agents_and_digest(daemon, short_home):
     digest = daemon.call("digest.get")
     assert digest["total"] == 2 and digest["sections"][0].startswith("---\n\n### Two")
     assert "\ufffd" in digest["sections"][0]
+    assert [w["file"] for w in daemon.call("status")["warnings"]] == ["notes.md"]
     daemon.call("inbox.submit", body="hello", author="dallas")
     note = daemon.call("inbox.list")["notes"][0]
     assert note["modified_at"].endswith("Z") or "+00:00" in note["modified_at"]
