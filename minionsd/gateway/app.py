@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import re
 import time
 from collections.abc import AsyncIterator
@@ -36,6 +37,8 @@ from minionsd.gateway.settings import GatewaySettings
 from minionsd.gateway.tokens import TokenVerifier
 from minionsd.rpc.client import DaemonUnavailable, RpcError
 
+HEALTH_TTL_S = 1.0
+HEALTH_TIMEOUT_S = 5.0
 _PROJECT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
@@ -89,6 +92,30 @@ class McpRoute:
                                      time.perf_counter() - started)
 
 
+class HealthCache:
+    """/healthz needs no token, so anyone can call it: the daemon is asked at most once a
+    second however often it is called."""
+
+    def __init__(self, ctx: GatewayContext, ttl_s: float = HEALTH_TTL_S) -> None:
+        self.ctx = ctx
+        self.ttl_s = ttl_s
+        self._at = -math.inf
+        self._last: tuple[dict[str, Any], int] = ({"ok": False}, 503)
+
+    async def answer(self) -> tuple[dict[str, Any], int]:
+        now = time.monotonic()
+        if now - self._at < self.ttl_s:
+            return self._last
+        try:
+            await self.ctx.link.call("status", timeout=HEALTH_TIMEOUT_S)
+            self._last = ({"ok": True}, 200)
+        except (DaemonUnavailable, RpcError, TimeoutError, OSError, ValueError) as exc:
+            self._last = ({"ok": False, "reason": "the daemon does not answer: "
+                           f"{type(exc).__name__}: {exc}"}, 503)
+        self._at = time.monotonic()
+        return self._last
+
+
 def web_routes(ctx: GatewayContext) -> list[BaseRoute]:
     """The web view's routes (h22's minionsd.gateway.web), or none when it is not there."""
     try:
@@ -106,13 +133,11 @@ def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> S
     rpc = RpcEndpoint(ctx.auth, ctx.link, ctx.metrics)
     mcp_route = McpRoute(ctx, mcp)
 
+    health = HealthCache(ctx)
+
     async def healthz(_request: Request) -> Response:
-        try:
-            await ctx.link.call("status")
-        except (DaemonUnavailable, RpcError, TimeoutError, OSError, ValueError) as exc:
-            return JSONResponse({"ok": False, "reason": f"the daemon does not answer: "
-                                 f"{type(exc).__name__}: {exc}"}, 503)
-        return JSONResponse({"ok": True})
+        body, status = await health.answer()
+        return JSONResponse(body, status)
 
     async def metrics(request: Request) -> Response:
         try:

@@ -77,6 +77,19 @@ def check_tokens(socket: Path) -> str | None:
     return None
 
 
+class GatewayServer(uvicorn.Server):
+    """uvicorn's server that says where it listens once it does (not before it has bound)."""
+
+    def __init__(self, config: uvicorn.Config, announce: str) -> None:
+        super().__init__(config)
+        self.announce = announce
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(self.announce, file=sys.stderr, flush=True)
+
+
 def make_server(settings: GatewaySettings, app: Any = None) -> uvicorn.Server:
     SlowCutProtocol.header_timeout_s = settings.read_timeout_s
     config = uvicorn.Config(
@@ -85,7 +98,8 @@ def make_server(settings: GatewaySettings, app: Any = None) -> uvicorn.Server:
         log_level="warning", server_header=False, proxy_headers=settings.behind_proxy,
         timeout_keep_alive=5, timeout_graceful_shutdown=5,
         ssl_certfile=settings.tls_cert or None, ssl_keyfile=settings.tls_key or None)
-    return uvicorn.Server(config)
+    return GatewayServer(config, f"minionsctl serve: listening on {settings.base_url} for "
+                                 f"{settings.socket}")
 
 
 def run(settings: GatewaySettings) -> int:
@@ -113,10 +127,15 @@ def run(settings: GatewaySettings) -> int:
     # down; these handlers make that second delivery a no-op, so a clean stop exits 0.
     signal.signal(signal.SIGTERM, lambda *_: None)
     signal.signal(signal.SIGINT, lambda *_: None)
-    print(f"minionsctl serve: listening on {settings.base_url} for {settings.socket}",
-          file=sys.stderr, flush=True)
     try:
         asyncio.run(server.serve())
     except KeyboardInterrupt:
         pass
-    return EXIT_OK if server.started or not server.should_exit else EXIT_ERROR
+    except SystemExit:  # uvicorn gives up at start (the address is taken...) with its own line
+        pass
+    if not server.started:
+        print(f"minionsctl serve: could not listen on {settings.host}:{settings.port} (see "
+              "the line above)", file=sys.stderr)
+        return EXIT_ERROR
+    print("minionsctl serve: stopped", file=sys.stderr, flush=True)
+    return EXIT_OK

@@ -290,6 +290,7 @@ def test_healthz_and_metrics(env):
     status, _, body = _get(env.gateway, "/healthz", None)
     assert (status, body) == (200, {"ok": True})
     call_rpc(env.gateway, env.read, "status")
+    env.gateway.rpc(env.read, rpc("status"), {"Host": "evil.example"})  # a refusal to count
     status, headers, text = _get(env.gateway, "/metrics", env.read, raw=True)
     assert status == 200 and headers["content-type"].startswith("text/plain")
     assert 'minions_gateway_requests_total{endpoint="rpc",method="status",status="200"}' in text
@@ -325,6 +326,9 @@ def test_serve_refuses_to_start_without_tls_off_loopback_or_without_tokens(env, 
     proc = serve(env.daemon.home, "0.0.0.0:1")
     assert proc.returncode == 2 and "without TLS" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    proc = serve(env.daemon.home, f"127.0.0.1:{env.gateway.port}")  # the port is taken
+    assert proc.returncode == 1 and "could not listen" in proc.stderr
+    assert "listening on" not in proc.stderr
     fresh = DaemonProcess(short_home).start()
     try:
         proc = serve(short_home, "127.0.0.1:1")

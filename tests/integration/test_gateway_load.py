@@ -98,8 +98,9 @@ def test_a_daemon_restart_behind_a_running_gateway(pair):
     status, _, body = gateway.rpc(token, {"jsonrpc": "2.0", "id": 1, "method": "status"})
     assert status == 503 and body["error"]["data"]["kind"] == "daemon_unreachable"
     with httpx2.Client(base_url=gateway.url, timeout=30) as http:
-        health = http.get("/healthz")
-        assert health.status_code == 503 and health.json()["ok"] is False
+        # /healthz asks the daemon at most once a second
+        wait_for(lambda: http.get("/healthz").status_code == 503, what="healthz to say 503")
+        assert http.get("/healthz").json()["ok"] is False
     daemon.start()
     # the pooled connections to the old daemon are dropped, not reused
     for _ in range(3):
