@@ -45,6 +45,7 @@ class Site:
         self.daemon = DaemonProcess(self.home).start()
         self.gateway: GatewayProcess | None = None
         self.tokens: dict[str, str] = {}
+        self.drafted = ""
 
     def call(self, method: str, **params: Any) -> Any:
         return self.daemon.call(method, **params)
@@ -68,6 +69,8 @@ class Site:
         held = call("inbox.submit", body="waiting for review", author="dallas",
                     title="Held note")
         call("inbox.hold", name=held["name"], held=True)
+        self.drafted = call("inbox.submit", body="a draft", author="dallas",
+                            title="Draft held by its file", hold=True)["name"]
         (self.home / "notes" / "inbox" / BAD_NAME).write_bytes(b"broken \xff\xfe bytes\n")
         wait_for(lambda: call("maintenance.run", job="rescan") and call(
             "inbox.list", quarantined=True)["quarantined"], timeout=20, interval=0.2,

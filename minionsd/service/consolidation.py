@@ -213,6 +213,7 @@ class ConsolidationService:
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
                  "eligible": state.is_eligible(n), "held": n.held,
+                 "held_by_file": n.meta.get("hold") is True,
                  "modified_at": iso(datetime.fromtimestamp(n.mtime, UTC))}
                 for n in state.notes]}
 

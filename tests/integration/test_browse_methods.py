@@ -105,9 +105,12 @@ def test_agents_and_digest(daemon, short_home):
     assert digest["total"] == 2 and digest["sections"][0].startswith("---\n\n### Two")
     assert "\ufffd" in digest["sections"][0]
     assert [w["file"] for w in daemon.call("status")["warnings"]] == ["notes.md"]
-    daemon.call("inbox.submit", body="hello", author="dallas")
-    note = daemon.call("inbox.list")["notes"][0]
-    assert note["modified_at"].endswith("Z") or "+00:00" in note["modified_at"]
+    daemon.call("inbox.submit", body="hello", author="dallas", title="plain")
+    daemon.call("inbox.submit", body="not yet", author="dallas", title="kept", hold=True)
+    notes = {n["name"].split("-")[1]: n for n in daemon.call("inbox.list")["notes"]}
+    assert notes["plain"]["modified_at"].endswith("Z")
+    assert notes["kept"]["held"] and notes["kept"]["held_by_file"]
+    assert not notes["plain"]["held_by_file"]
 
 
 def test_archived_notes_are_shown_redacted(daemon, short_home):

@@ -267,7 +267,11 @@ def test_requeue_and_hold_from_the_inbox(admin: Session, site: Site) -> None:
     assert not [q for q in site.call("inbox.list", quarantined=True)["quarantined"]
                 if q["name"] == BAD_NAME]
     assert (site.home / "notes" / "inbox" / BAD_NAME).read_text() == fixed
-    held = next(n for n in site.call("inbox.list")["notes"] if n["held"])
+    drafted = s.page.locator("tr", has_text=site.drafted)
+    assert "held by its front matter" in drafted.inner_text()
+    assert drafted.locator("button").count() == 0  # inbox.hold cannot release it
+    held = next(n for n in site.call("inbox.list")["notes"]
+                if n["held"] and not n["held_by_file"])
     s.page.locator("tr", has_text=held["name"]).locator("button:has-text('Release')").click()
     assert "released" in s.page.inner_text("[role=status]")
     assert not next(n for n in site.call("inbox.list")["notes"]
