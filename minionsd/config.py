@@ -63,7 +63,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "memory_retrieval_max_bytes": _int(8192, "Most UTF-8 bytes of a rendered pack.", 256),
         "memory_retrieval_candidate_limit": _int(50, "FTS5 candidate pool size.", 1),
         "memory_retrieval_min_score_ratio": _ratio(
-            MIN_SCORE_RATIO, "Records scoring below this share of the best are not packed."),
+            MIN_SCORE_RATIO, "The score floor, as a share of the best record's score: below it "
+            "only a close run or a rare code the task names is packed."),
         "inbox_consolidate_threshold": _int(5, "Eligible notes that trigger a batch.", 1),
         "memory_episodic_capture": Key(False, bool, "Store task outcomes as episodic records."),
         "auto_consolidate_memory": Key(True, bool, "Consolidate when the threshold is reached."),

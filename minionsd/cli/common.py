@@ -54,6 +54,7 @@ def remote_of(args: argparse.Namespace) -> tuple[str, str | None] | None:
         url = os.environ.get("MINIONS_URL") or None
     if not url:
         return None
+    warn_if_clear_text(url)
     var = getattr(args, "token_env", None)
     if var:
         token = os.environ.get(var)
@@ -62,6 +63,20 @@ def remote_of(args: argparse.Namespace) -> tuple[str, str | None] | None:
                              "(or empty); put the gateway token there")
         return url, token
     return url, os.environ.get("MINIONS_TOKEN") or None
+
+
+def warn_if_clear_text(url: str) -> None:
+    """One line on stderr when the token would cross a network unencrypted (plain http to a
+    host that is not this machine); the command still runs, as curl would."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme == "http" and host not in ("localhost", "::1") and not host.startswith(
+            "127."):
+        print(f"minionsctl: warning: {parts.scheme}://{host} is not encrypted, so the token "
+              "crosses the network in clear text; use https:// (TLS at the gateway or a "
+              "proxy)", file=sys.stderr)
 
 
 def read_stdin() -> str:

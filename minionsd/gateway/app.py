@@ -40,6 +40,8 @@ from minionsd.rpc.client import DaemonUnavailable, RpcError
 HEALTH_TTL_S = 1.0
 HEALTH_TIMEOUT_S = 5.0
 _PROJECT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+# /.well-known/* is 404 whatever the method (never 405): no OAuth metadata to find.
+ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def build_context(settings: GatewaySettings) -> GatewayContext:
@@ -76,6 +78,14 @@ class McpRoute:
             except HttpRefusal as exc:
                 self.ctx.metrics.refuse(exc.reason)
                 await send_refusal(watched, exc.status, exc.reason, exc.detail, exc.headers)
+                return
+            if scope.get("method") == "GET":
+                # Stateless: the server never sends a message of its own, so there is no
+                # stream to open (MCP allows 405 here; an open one would only hold the
+                # connection until the read timeout cut it).
+                await send_refusal(watched, 405, "method", "GET /mcp opens no stream on this "
+                                   "stateless server; POST requests to /mcp",
+                                   {"Allow": "POST"})
                 return
             project = identity.project
             if project is None:
@@ -130,7 +140,7 @@ def web_routes(ctx: GatewayContext) -> list[BaseRoute]:
 def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> Starlette:
     ctx = ctx or build_context(settings)
     mcp = McpEndpoint(GatewayCaller(ctx.link))
-    rpc = RpcEndpoint(ctx.auth, ctx.link, ctx.metrics)
+    rpc = RpcEndpoint(ctx.auth, ctx.link, ctx.metrics, ctx.settings.max_request_bytes)
     mcp_route = McpRoute(ctx, mcp)
 
     health = HealthCache(ctx)
@@ -169,7 +179,7 @@ def build_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> S
         Route("/mcp", mcp_route, methods=["GET", "POST", "DELETE"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/.well-known/{rest:path}", well_known, methods=["GET", "POST"]),
+        Route("/.well-known/{rest:path}", well_known, methods=list(ANY_METHOD)),
         *web_routes(ctx),
     ]
     app = Starlette(routes=routes, lifespan=lifespan,

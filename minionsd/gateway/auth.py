@@ -66,16 +66,17 @@ class RateLimiter:
         level = min(self.burst, level + (self._monotonic() - at) * self.per_s)
         return 0.0 if level >= 1.0 else (1.0 - level) / self.per_s
 
-    def take(self, key: str) -> float:
-        """0 when a request may go now, else the seconds until one may."""
+    def take(self, key: str, cost: float = 1.0) -> float:
+        """0 when `cost` requests may go now (and they are spent), else the seconds until
+        they may."""
         now = self._monotonic()
         level, at = self._buckets.get(key, (self.burst, now))
         level = min(self.burst, level + (now - at) * self.per_s)
-        if level >= 1.0:
-            self._buckets[key] = (level - 1.0, now)
+        if level >= cost:
+            self._buckets[key] = (level - cost, now)
             return 0.0
         self._buckets[key] = (level, now)
-        return (1.0 - level) / self.per_s
+        return (cost - level) / self.per_s
 
 
 # Failed sign-ins per client address: a burst, then one a second. Guessing tokens from one
@@ -96,7 +97,8 @@ class Authenticator:
         """The token's identity. `client` (the peer address) throttles failed attempts."""
         if client is not None:
             wait = self.failures.blocked(client)
-            if wait > 0:
+            token = bearer(headers)
+            if wait > 0 and not (token and self.verifier.recently_valid(token)):
                 raise HttpRefusal(429, "rate", "too many requests with bad tokens from this "
                                   "address; retry later",
                                   {"Retry-After": str(max(1, math.ceil(wait)))})
@@ -127,6 +129,17 @@ class Authenticator:
                                   f"{self.limiter.per_s:g} requests per second; retry later",
                                   {"Retry-After": str(max(1, math.ceil(wait)))})
         return identity
+
+
+    def charge(self, identity: Identity, extra: int) -> None:
+        """Spend `extra` more of the token's rate (the other requests of a batch: each
+        request counts, however it is packed); 429 when they cannot be spent now."""
+        wait = self.limiter.take(identity.name, float(extra))
+        if wait > 0:
+            raise HttpRefusal(429, "rate", f"token {identity.name!r} is over its rate of "
+                              f"{self.limiter.per_s:g} requests per second (each request of "
+                              "a batch counts); retry later",
+                              {"Retry-After": str(max(1, math.ceil(wait)))})
 
 
 def peer(request: Any) -> str | None:

@@ -61,8 +61,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def query_holds_token(query: str) -> bool:
     if "mnt_" in query:
         return True
-    return any(key.lower() in _TOKEN_PARAMS for key, _ in parse_qsl(query,
-                                                                     keep_blank_values=True))
+    # Keys and values as the server decodes them: `%6Dnt_...` is a token too.
+    return any(key.lower() in _TOKEN_PARAMS or "mnt_" in key or "mnt_" in value
+               for key, value in parse_qsl(query, keep_blank_values=True))
 
 
 class Guard:
@@ -78,10 +79,12 @@ class Guard:
         if host is None or host_only(host) not in self.hosts:
             return (421, "host", f"Host {host!r} is not one this gateway serves; add it to "
                     "gateway.allowed_hosts if it should be")
-        origin = _header(scope, b"origin")
-        if origin is not None and origin.rstrip("/").lower() not in self.origins:
-            return (403, "origin", f"Origin {origin!r} may not call this gateway; add it to "
-                    "gateway.allowed_origins if it should")
+        # Every Origin header sent must be accepted, not only the first.
+        for key, value in scope["headers"]:
+            origin = value.decode("latin-1")
+            if key == b"origin" and origin.rstrip("/").lower() not in self.origins:
+                return (403, "origin", f"Origin {origin!r} may not call this gateway; add it "
+                        "to gateway.allowed_origins if it should")
         if query_holds_token(scope.get("query_string", b"").decode("latin-1")):
             return (400, "query_token", "a token in the URL is refused (URLs are logged and "
                     "kept in histories); send it as Authorization: Bearer <token>")

@@ -21,8 +21,10 @@ NOT_FOUND = -32001
 _MESSAGES = {FORBIDDEN: "forbidden", INVALID_PARAMS: "Invalid params", NOT_FOUND: "not_found"}
 # Methods that name records by id; a project-bound token reaches only its project's records
 # (global ones it may read, never change).
-_ID_PARAMS = {"memory.get": ("id",), "memory.retract": ("id",), "memory.supersede": ("id", "by")}
-_CHANGES_ITS_ID = frozenset({"memory.retract", "memory.supersede"})
+_ID_PARAMS = {"memory.get": ("id",), "memory.retract": ("id",), "memory.supersede": ("id", "by"),
+              "memory.pin": ("id",), "memory.expire": ("id",), "memory.purge": ("id",)}
+_CHANGES_ITS_ID = frozenset({"memory.retract", "memory.supersede", "memory.pin",
+                             "memory.expire", "memory.purge"})
 
 # method -> the params that carry the writer's or reader's identity, forced to the token's.
 _AUTHOR_PARAMS: dict[str, tuple[str, ...]] = {
@@ -36,7 +38,7 @@ _AUTHOR_PARAMS: dict[str, tuple[str, ...]] = {
 # methods whose `project` a project-bound token fixes.
 _PROJECT_METHODS = frozenset({"inbox.submit", "knowledge.create", "memory.add",
                               "episode.capture", "memory.retrieve", "prompt.assemble",
-                              "memory.search"})
+                              "memory.search", "knowledge.list", "knowledge.get"})
 
 
 class Forbidden(Exception):
@@ -75,7 +77,7 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
     for key in _AUTHOR_PARAMS.get(method, ()):
         out[key] = identity.agent
         note["author"] = identity.agent
-    if method in ("memory.add", "knowledge.create"):
+    if method in ("memory.add", "knowledge.create", "episode.capture"):
         out["trust"] = "agent"
     if identity.project is not None and method in _PROJECT_METHODS:
         out["project"] = identity.project
@@ -101,7 +103,9 @@ async def check_project(method: str, params: dict[str, Any], identity: Identity,
         if record is None:
             continue
         scope = str(record.get("scope") or "")
-        if scope.startswith("project:") and scope != own:
+        # Another project's record, by its scope or (an agent-scoped one) by its project.
+        elsewhere = record.get("project") not in (None, identity.project)
+        if (scope.startswith("project:") and scope != own) or elsewhere:
             raise Forbidden(f"no record with id {value!r} in project {identity.project}",
                             code=NOT_FOUND, id=value)
         if method in _CHANGES_ITS_ID and key == "id" and scope != own:

@@ -10,6 +10,7 @@ JSON-RPC error, so a client can tell "refused" from "unreachable".
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
@@ -29,6 +30,17 @@ UNREACHABLE = -32000
 def _error(request_id: Any, code: int, message: str, detail: str, **data: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id,
             "error": {"code": code, "message": message, "data": {"detail": detail, **data}}}
+
+
+def _not_json(literal: str) -> Any:
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"the number {literal[:40]} is too large")
+    return value
 
 
 def _envelope_problem(message: Any) -> str | None:
@@ -84,19 +96,35 @@ async def _in_project(judged: tuple[dict[str, Any] | None, dict[str, Any] | None
     return forward, local, note
 
 
-async def answer(messages: list[Any], identity: Identity,
-                 link: DaemonLink) -> list[dict[str, Any]]:
-    """The answers to a batch, in request order (notifications have none)."""
+def _too_big(max_bytes: int) -> dict[str, Any]:
+    return _error(None, -32600, "Invalid Request", "the request is over "
+                  f"server.max_request_bytes ({max_bytes}) once the gateway has filled in its "
+                  "params; send fewer requests at once")
+
+
+async def answer(messages: list[Any], identity: Identity, link: DaemonLink,
+                 max_bytes: int | None = None) -> list[dict[str, Any]]:
+    """The answers to a batch, in request order (notifications have none). A batch that
+    would be over the daemon's `max_bytes` once forwarded is not sent: every request gets
+    -32600 (the daemon would refuse the line and close the connection)."""
     judged = [await _in_project(judge(m, identity), identity, link) for m in messages]
     forward = [f for f, _, _ in judged if f is not None]
     replies: list[dict[str, Any]] = []
     if forward:
         payload = json.dumps(forward if len(forward) > 1 else forward[0],
                              separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        line = await link.exchange_bytes(payload, timeout_for([f["method"] for f in forward]))
+        line = (json.dumps(_too_big(max_bytes)).encode()
+                if max_bytes is not None and len(payload) > max_bytes else
+                await link.exchange_bytes(payload, timeout_for([f["method"] for f in forward])))
         if line is not None:
             decoded = json.loads(line)
-            replies = decoded if isinstance(decoded, list) else [decoded]
+            if isinstance(decoded, dict) and len(forward) > 1:
+                # One answer to a batch: the daemon refused the line as a whole (over
+                # server.max_request_bytes once the gateway filled in params), so that is
+                # every request's answer, each under its own id.
+                replies = [decoded | {"id": f["id"]} for f in forward if "id" in f]
+            else:
+                replies = decoded if isinstance(decoded, list) else [decoded]
     pending = iter(replies)
     out = []
     for forwarded, local, note in judged:
@@ -115,10 +143,12 @@ async def answer(messages: list[Any], identity: Identity,
 
 
 class RpcEndpoint:
-    def __init__(self, auth: Authenticator, link: DaemonLink, metrics: GatewayMetrics) -> None:
+    def __init__(self, auth: Authenticator, link: DaemonLink, metrics: GatewayMetrics,
+                 max_bytes: int | None = None) -> None:
         self.auth = auth
         self.link = link
         self.metrics = metrics
+        self.max_bytes = max_bytes  # the daemon's server.max_request_bytes
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -139,7 +169,9 @@ class RpcEndpoint:
         identity = await self.auth.identify(request.headers, client=peer(request))
         body = await request.body()
         try:
-            decoded = json.loads(body)
+            # NaN, Infinity and a number too big for a float are not JSON (the daemon refuses
+            # them too): an id of 1e400 could not even be answered.
+            decoded = json.loads(body, parse_constant=_not_json, parse_float=_finite)
         except (ValueError, UnicodeDecodeError) as exc:
             return JSONResponse(_error(None, -32700, "Parse error",
                                        f"the body is not valid UTF-8 JSON: {exc}")), "-"
@@ -150,6 +182,13 @@ class RpcEndpoint:
         if batch and not decoded:
             return JSONResponse(_error(None, -32600, "Invalid Request", "empty batch")), "-"
         messages = decoded if batch else [decoded]
+        if len(messages) > self.auth.limiter.burst:
+            return JSONResponse(_error(None, -32600, "Invalid Request", f"a batch of "
+                                       f"{len(messages)} requests is over the token's burst "
+                                       f"of {self.auth.limiter.burst:g} (gateway.rate_burst); "
+                                       "send fewer at once")), "batch"
+        if len(messages) > 1:
+            self.auth.charge(identity, len(messages) - 1)
         label = (messages[0].get("method") if not batch and isinstance(messages[0], dict)
                  else "batch")
         # Only known method names become metric labels: a client must not be able to grow
@@ -158,15 +197,17 @@ class RpcEndpoint:
         try:
             if not batch and identity.project is None:
                 forward, _local, note = judge(decoded, identity)
-                if forward is not None and not note and "id" in forward:
+                payload = json.dumps(forward, separators=(",", ":"),
+                                     ensure_ascii=False).encode("utf-8")
+                if (forward is not None and not note and "id" in forward
+                        and (self.max_bytes is None or len(payload) <= self.max_bytes)):
                     # One request whose answer needs nothing added: the daemon's bytes as
                     # they are, without decoding and encoding them again.
-                    line = await self.link.exchange_bytes(json.dumps(
-                        forward, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
-                        timeout_for([forward["method"]]))
+                    line = await self.link.exchange_bytes(payload,
+                                                          timeout_for([forward["method"]]))
                     return Response((line or b"").rstrip(b"\n"),
                                     media_type="application/json"), label
-            out = await answer(messages, identity, self.link)
+            out = await answer(messages, identity, self.link, self.max_bytes)
         except DaemonTimeout as exc:
             return JSONResponse(_error(None, UNREACHABLE, "internal", str(exc),
                                        kind="daemon_timeout"), 504), label

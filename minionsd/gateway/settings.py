@@ -37,8 +37,18 @@ def host_only(value: str) -> str:
     """A Host header or URL netloc without its port, lowercased, IPv6 brackets removed."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1:value.index("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        host, _, rest = value[1:].partition("]")
+        return host if _port_or_nothing(rest) else value
+    if value.count(":") != 1:
+        return value
+    host, _, port = value.partition(":")
+    # Anything after the colon but a port (`localhost:80@evil.example`) leaves the value as
+    # it is, so it matches no accepted host.
+    return host if port.isdigit() else value
+
+
+def _port_or_nothing(rest: str) -> bool:
+    return rest == "" or (rest.startswith(":") and rest[1:].isdigit())
 
 
 @dataclass(frozen=True)

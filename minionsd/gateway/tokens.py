@@ -24,6 +24,8 @@ CACHE_MAX = 4096
 BAD_CACHE_S = 1.0
 # A daemon that cannot check a token within this is treated as unreachable (503).
 VERIFY_TIMEOUT_S = 10.0
+# How long a token found valid stays exempt from its address's bad-token throttle.
+GOOD_MEMORY_S = 24 * 3600.0
 
 
 def fingerprint(token: str) -> str:
@@ -37,6 +39,14 @@ class TokenVerifier:
         self.cache_s = min(cache_s, CACHE_S)
         self._monotonic = monotonic
         self._cache: OrderedDict[str, tuple[float, Identity | None, str]] = OrderedDict()
+        # Fingerprints of tokens this gateway found valid, and when: an address throttled for
+        # bad tokens (a guesser behind a shared NAT or proxy) does not lock out agents whose
+        # token is known good. They are still checked in full, revocation included.
+        self._good: OrderedDict[str, float] = OrderedDict()
+
+    def recently_valid(self, token: str) -> bool:
+        seen = self._good.get(fingerprint(token))
+        return seen is not None and self._monotonic() - seen < GOOD_MEMORY_S
 
     async def verify(self, token: str) -> Identity | None:
         """The token's identity, or None when it is missing, unknown, revoked or expired.
@@ -54,6 +64,10 @@ class TokenVerifier:
         if answer.get("valid"):
             identity: Identity | None = Identity.from_verify(answer)
             reason, ttl = "ok", self.cache_s
+            self._good[key] = now
+            self._good.move_to_end(key)
+            while len(self._good) > CACHE_MAX:
+                self._good.popitem(last=False)
             if answer.get("expires_at"):
                 left = (parse_iso(answer["expires_at"]) - system_clock()).total_seconds()
                 ttl = max(0.0, min(ttl, left))

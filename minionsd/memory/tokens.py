@@ -72,15 +72,22 @@ def check_new(params: dict[str, Any], human_authors: frozenset[str],
                             "token writes gets agent trust, so give it an agent's id",
                             param="agent")
     project = params.get("project")
+    scopes = check_scopes(params.get("scopes"))
     if project is not None:
         project = _name(project, "project")
+        if "admin" in scopes:
+            # Admin methods (config, pinned.md, consolidation, telemetry, backups) act on the
+            # whole home; a project cannot bound them, so the pair would promise what it can't.
+            raise InvalidParams("'scopes': admin acts on the whole home and cannot be bound to "
+                                "a project; give a project-bound token read or read,write",
+                                param="scopes")
     expires = params.get("expires_days")
     if expires is not None and (isinstance(expires, bool) or not isinstance(expires, int | float)
                                 or not 0 < expires <= 3650):
         raise InvalidParams("'expires_days' must be a number of days between 0 and 3650",
                             param="expires_days")
     return {"name": _name(params.get("name"), "name"), "agent": agent,
-            "scopes": check_scopes(params.get("scopes")), "project": project,
+            "scopes": scopes, "project": project,
             "created_at": iso(now),
             "expires_at": iso(now + timedelta(days=expires)) if expires else None}
 

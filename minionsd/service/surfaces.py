@@ -33,13 +33,13 @@ class KnowledgeSurface(Surface):
                       "project": project, "tags": tags, "trust": trust}
             return await run_in_daemon_thread(self._create, params, name="kb-create")
 
-        async def knowledge_list(category: Any = None) -> dict[str, Any]:
+        async def knowledge_list(category: Any = None, project: Any = None) -> dict[str, Any]:
             return await run_in_daemon_thread(knowledge.list_entries, app.home, category,
-                                              app.file_warnings)
+                                              app.file_warnings, project)
 
-        async def knowledge_get(path: Any) -> dict[str, Any]:
+        async def knowledge_get(path: Any, project: Any = None) -> dict[str, Any]:
             return await run_in_daemon_thread(knowledge.get_entry, app.home, path,
-                                              app.file_warnings)
+                                              app.file_warnings, project)
 
         async def pinned_get() -> dict[str, Any]:
             return await run_in_daemon_thread(pinned.get, app.home, app.file_warnings)

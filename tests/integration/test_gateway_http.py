@@ -184,6 +184,24 @@ def test_a_project_bound_token_writes_and_recalls_in_its_project_only(env):
     assert reply["result"]["status"] == "retracted"
 
 
+def test_a_project_bound_token_reads_no_other_projects_knowledge(env):
+    made = {project: env.daemon.call("knowledge.create", category="project-notes",
+                                     title=f"Rounding in {project or 'every project'}",
+                                     body=f"How {project} rounds.", author="alice",
+                                     project=project)["path"]
+            for project in ("billing", "payments", None)}
+    listed = call_rpc(env.gateway, env.bound, "knowledge.list", project="billing")
+    paths = {entry["path"] for entry in listed["result"]["entries"]}
+    assert paths == {made["payments"], made[None]}
+    reply = call_rpc(env.gateway, env.bound, "knowledge.get", path=made["billing"])
+    assert reply["error"]["code"] == -32001
+    assert "rounds" in call_rpc(env.gateway, env.bound, "knowledge.get",
+                                path=made["payments"])["result"]["body"]
+    # The same entries on the socket and through an unbound token: all three.
+    assert {e["path"] for e in env.daemon.call("knowledge.list")["entries"]} >= set(
+        made.values())
+
+
 # --- browser and network safety ------------------------------------------------------------
 
 def test_a_foreign_host_is_421_and_a_foreign_origin_403(env):
@@ -262,6 +280,8 @@ def test_over_the_rate_is_429_with_retry_after(env):
         # guessing tokens from one address: 401s, then 429 before the daemon is asked
         guesses = [slow.rpc(f"mnt_{n:043d}", rpc("status"))[0] for n in range(25)]
         assert guesses[0] == 401 and guesses[-1] == 429, guesses
+        # ...while a token this gateway already found valid still gets in from that address
+        wait_for(lambda: slow.rpc(env.write, rpc("status"))[0] == 200, timeout=5)
         # not behind a proxy, X-Forwarded-For is not believed: no way around the throttle
         spoofed = slow.rpc("mnt_" + "E" * 43, rpc("status"), {"X-Forwarded-For": "10.9.8.7"})
         assert spoofed[0] == 429

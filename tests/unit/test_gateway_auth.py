@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minionsd.gateway.auth import RateLimiter
+from minionsd.gateway.auth import Authenticator, HttpRefusal, RateLimiter
 from minionsd.gateway.guard import query_holds_token
 from minionsd.gateway.identity import (
     ADMIN_METHODS,
@@ -109,6 +109,35 @@ def test_a_revocation_is_seen_within_the_cache_bound():
     asyncio.run(main())
 
 
+def test_a_guessing_address_does_not_lock_out_a_token_known_good():
+    link = FakeLink()
+    verifier = TokenVerifier(link)
+    auth = Authenticator(verifier, RateLimiter(1000, 1000))
+    good, fresh = "mnt_" + "g" * 43, "mnt_" + "f" * 43
+
+    async def main() -> list[int]:
+        await auth.identify({"authorization": f"Bearer {good}"}, client="10.0.0.9")
+        link.answer = {"valid": False, "reason": "unknown"}
+        statuses = []
+        for n in range(25):
+            try:
+                await auth.identify({"authorization": f"Bearer mnt_{n:043d}"},
+                                    client="10.0.0.9")
+            except HttpRefusal as exc:
+                statuses.append(exc.status)
+        link.answer = {"valid": True, "name": "t", "agent": "bot", "scopes": ["read"],
+                       "project": None, "expires_at": None}
+        assert (await auth.identify({"authorization": f"Bearer {good}"},
+                                    client="10.0.0.9")).agent == "bot"
+        with pytest.raises(HttpRefusal) as refused:  # never seen valid: still throttled
+            await auth.identify({"authorization": f"Bearer {fresh}"}, client="10.0.0.9")
+        assert refused.value.status == 429
+        return statuses
+
+    statuses = asyncio.run(main())
+    assert statuses[0] == 401 and statuses[-1] == 429
+
+
 def test_the_rate_limiter_allows_the_burst_then_the_rate():
     now = [0.0]
     limiter = RateLimiter(per_s=2, burst=3, monotonic=lambda: now[0])
@@ -118,6 +147,16 @@ def test_the_rate_limiter_allows_the_burst_then_the_rate():
     assert limiter.take("b") == 0.0  # buckets are per token
     now[0] += 0.5
     assert limiter.take("a") == 0.0
+
+
+def test_a_costly_take_spends_all_or_nothing():
+    now = [0.0]
+    limiter = RateLimiter(per_s=2, burst=5, monotonic=lambda: now[0])
+    assert limiter.take("a", 4) == 0.0
+    assert limiter.take("a", 3) == pytest.approx(1.0)  # 1 left, 2 short at 2/s
+    assert limiter.take("a") == 0.0  # the refused take spent nothing
+    now[0] += 1.5
+    assert limiter.take("a", 3) == 0.0
 
 
 def _settings(**changes: Any) -> GatewaySettings:
@@ -145,18 +184,30 @@ def test_hosts_and_origins():
     assert host_only("Mem.Example.com:443") == "mem.example.com"
 
 
+@pytest.mark.parametrize("host", ["localhost:80@evil.example", "localhost:evil",
+                                  "[::1]evil", "[::1]:x", "localhost.", "127.0.0.1:"])
+def test_a_host_with_anything_but_a_port_after_it_is_not_accepted(host):
+    accepted = _settings().accepted_hosts()
+    assert host_only(host) not in accepted
+
+
 @pytest.mark.parametrize(("query", "refused"), [
     ("access_token=abc", True), ("token=abc", True), ("x=mnt_abc", True),
-    ("project=payments", False), ("", False)])
+    ("project=payments", False), ("", False), ("q=%6Dnt_abc", True), ("x=mnt%5Fabc", True),
+    ("%6Dnt_abc=1", True)])
 def test_query_string_tokens(query, refused):
     assert query_holds_token(query) is refused
 
 
 def test_a_project_bound_token_reaches_its_projects_records_only():
-    records = {"M-own": "project:payments", "M-other": "project:billing", "M-g": "global"}
+    records = {"M-own": "project:payments", "M-other": "project:billing", "M-g": "global",
+               "M-agent-billing": "agent:dallas@billing", "M-agent-own": "agent:dallas@payments"}
 
     async def fetch(record_id: str) -> dict[str, Any] | None:
-        return {"scope": records[record_id]} if record_id in records else None
+        if record_id not in records:
+            return None
+        scope, _, project = records[record_id].partition("@")
+        return {"scope": scope, "project": project or None}
 
     async def outcome(identity: Identity, method: str, **params: Any) -> int | None:
         try:
@@ -174,5 +225,9 @@ def test_a_project_bound_token_reaches_its_projects_records_only():
         assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-other") == -32001
         assert await outcome(ADMIN, "memory.supersede", id="M-own", by="M-g") is None
         assert await outcome(WRITE, "memory.retract", id="M-other", reason="x") is None
+        # A record of another project under an agent scope is that project's too.
+        assert await outcome(ADMIN, "memory.get", id="M-agent-billing") == -32001
+        assert await outcome(ADMIN, "memory.get", id="M-agent-own") is None
+        assert await outcome(ADMIN, "memory.pin", id="M-other") == -32001
 
     asyncio.run(main())
