@@ -8,6 +8,8 @@
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
+    .venv/bin/python scripts/bench.py --only web        # the web view's pages at N records
+    .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
     .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
 
 Sections:
@@ -25,6 +27,8 @@ Sections:
              `prompt.assemble` on the raw socket, interleaved call by call
 6. mcp-start `minionsctl mcp` from process start to its `initialize` answer (what decides
              whether a headless agent's first turn has the memory tools), with a daemon up
+7. web       the web view's pages (bench_web.py) through `minionsctl serve` at N records:
+             median and p95 per page for a signed-in client
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -74,10 +78,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import Bench, cpu_model, end_progress, say  # noqa: E402
 from bench_consolidation import run_consolidation_throughput, run_watch_latency  # noqa: E402
 from bench_records import run_records  # noqa: E402
+from bench_web import run_web  # noqa: E402
 
 # --quick: the sizes of a smoke run (explicit options still win).
 QUICK = {"records": 200, "queries": 20, "retrieval_samples": 10, "notes": 20,
-         "watch_rounds": 1, "burst_rounds": 1}
+         "watch_rounds": 1, "burst_rounds": 1, "web_samples": 3}
 
 
 MCP_START_RUNS = 20
@@ -138,13 +143,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
-                                            "mcp-start"))
+                                            "mcp-start", "web"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
     parser.add_argument("--trials", type=int, default=1,
                         help="repeat the search timing (same process) and report the median")
     parser.add_argument("--retrieval-samples", type=int, default=200)
+    parser.add_argument("--web-samples", type=int, default=30,
+                        help="requests per web-view page (section 7)")
+    parser.add_argument("--web-home", metavar="DIR",
+                        help="section 7 on a home an earlier --only web --keep run loaded "
+                        "(<kept root>/w), instead of loading N records again")
     parser.add_argument("--search-budget-s", type=float, default=120,
                         help="stop the search timing after this long (slow daemons)")
     parser.add_argument("--retrieval-budget-s", type=float, default=45,
@@ -187,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             run_watch_latency(bench)
         if args.only in (None, "mcp-start"):
             run_mcp_start(bench, 3 if args.quick else MCP_START_RUNS)
+        if args.only in (None, "web"):
+            run_web(bench)
     except KeyboardInterrupt:
         end_progress()
         say("\ninterrupted; stopping daemons and removing temp homes")

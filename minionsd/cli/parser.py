@@ -20,6 +20,7 @@ from minionsd.cli import (
     recall,
     records,
     status,
+    web,
 )
 from minionsd.cli.common import Command
 
@@ -44,11 +45,11 @@ class Parser(argparse.ArgumentParser):
 COMMANDS: dict[str, Command] = {
     **local.COMMANDS, **status.COMMANDS, **inbox.COMMANDS, **records.COMMANDS,
     **knowledge.COMMANDS, **recall.COMMANDS, **admin.COMMANDS, **agents.COMMANDS,
-    **gateway.COMMANDS,
+    **gateway.COMMANDS, **web.COMMANDS,
 }
 _ADDERS = (local.add_init_parser, status.add_parsers, inbox.add_parsers, records.add_parsers,
            knowledge.add_parsers, recall.add_parsers, admin.add_parsers, local.add_parsers,
-           agents.add_agent_parsers, gateway.add_parsers)
+           agents.add_agent_parsers, gateway.add_parsers, web.add_parsers)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 READ_METHODS = frozenset({
     "status", "memory.get", "memory.search", "memory.retrieve", "prompt.assemble",
     "knowledge.list", "knowledge.get", "pinned.get", "inbox.list"})
+# Read-only views for people (the web view, SPEC §5.3) beyond §5.2's list: read scope too.
+VIEW_METHODS = frozenset({"memory.browse", "memory.provenance", "telemetry.selections",
+                          "agents.list", "agents.get", "digest.get", "archive.get"})
 WRITE_METHODS = frozenset({"inbox.submit", "episode.capture", "memory.retract",
                            "memory.supersede"})
 ADMIN_METHODS = frozenset({
@@ -20,10 +23,11 @@ ADMIN_METHODS = frozenset({
     "config.get", "config.set", "maintenance.run", "telemetry.retrievals"})
 # Socket only: a token can never make, list, revoke or test tokens.
 SOCKET_ONLY = frozenset({"token.create", "token.list", "token.revoke", "token.verify",
-                         "token.count"})
+                         "token.count", "web.session_create", "web.link_create",
+                         "web.link_redeem", "web.session_verify", "web.session_end"})
 
 SCOPE_METHODS: dict[str, frozenset[str]] = {
-    "read": READ_METHODS,
+    "read": READ_METHODS | VIEW_METHODS,
     "write": WRITE_METHODS,
     "admin": ADMIN_METHODS,
 }

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from minionsd.gateway.identity import Identity, scope_needed
+from minionsd.gateway.identity import VIEW_METHODS, Identity, scope_needed
 
 FORBIDDEN = -32004
 INVALID_PARAMS = -32602
@@ -40,6 +40,11 @@ _PROJECT_METHODS = frozenset({"inbox.submit", "knowledge.create", "memory.add",
                               "episode.capture", "memory.retrieve", "prompt.assemble",
                               "memory.search", "knowledge.list", "knowledge.get",
                               "inbox.list"})
+
+
+# The web view's reads show every project's records, retrievals, digest and notes: a token
+# bound to a project is refused them (it signs in to no web view either).
+WHOLE_HOME_READS = VIEW_METHODS
 
 
 class Forbidden(Exception):
@@ -80,6 +85,9 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
         note["author"] = identity.agent
     if method in ("memory.add", "knowledge.create", "episode.capture"):
         out["trust"] = "agent"
+    if identity.project is not None and method in WHOLE_HOME_READS:
+        raise Forbidden(f"{method} shows the whole home, and token {identity.name!r} is bound "
+                        f"to project {identity.project}", method=method)
     if identity.project is not None and method == "inbox.list" and out.get("quarantined"):
         raise Forbidden(f"token {identity.name!r} is bound to project {identity.project}, and "
                         "quarantined files name no project they could be checked against; "

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
+from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.fileio import atomic_write_text
 from minionsd.home import check_name
@@ -212,7 +214,9 @@ class ConsolidationService:
             state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
-                 "eligible": state.is_eligible(n), "held": n.held}
+                 "eligible": state.is_eligible(n), "held": n.held,
+                 "held_by_file": n.meta.get("hold") is True,
+                 "modified_at": iso(datetime.fromtimestamp(n.mtime, UTC))}
                 for n in state.notes
                 if project is None or note_project(n.meta) in (None, project)]}
 

@@ -78,6 +78,10 @@ def test_bench_quick_prints_every_section():
         # 6. minionsctl mcp start-up
         r"^== 6\. minionsctl mcp: process start -> initialize answered \(3 starts",
         r"^   p50 \d+ ms, p90 \d+ ms, max \d+ ms",
+        # 7. the web view's pages through minionsctl serve
+        r"^== 7\. web view at 200 records: 3 requests per page through minionsctl serve",
+        r"^   /records\?q=retry\+timeout +[\d.]+ +[\d.]+ +[\d,]+$",
+        r"^   slowest median +[\d.]+ ms: ",
         r"^== done in \d+ s",
     ]
     missing = [pattern for pattern in expected if not re.search(pattern, out, re.MULTILINE)]
@@ -85,7 +89,7 @@ def test_bench_quick_prints_every_section():
     # Each watch scenario saw its probe note archived and searchable (no timing checked).
     assert len(re.findall(r"^     archived & searchable p50 .*missed 0\)$", out,
                           re.MULTILINE)) == 2, out
-    # Every daemon the bench started (records, consolidation, watch, mcp-start) exited 0 on
-    # SIGTERM.
-    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 4, out
+    # Every daemon the bench started (records, consolidation, watch, mcp-start, web) exited 0
+    # on SIGTERM.
+    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 5, out
     assert "Traceback" not in err, err

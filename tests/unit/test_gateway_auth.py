@@ -17,6 +17,7 @@ from minionsd.gateway.identity import (
     ADMIN_METHODS,
     READ_METHODS,
     SOCKET_ONLY,
+    VIEW_METHODS,
     WRITE_METHODS,
     Identity,
     scope_needed,
@@ -70,6 +71,15 @@ def test_admit_never_lets_a_request_choose_its_identity(method, params, who):
                                   "memory.search", "episode.capture"):
         assert out["project"] == who.project
     assert params == dict(params)  # the caller's dict is not modified in place
+
+
+@pytest.mark.parametrize("method", sorted(VIEW_METHODS))
+def test_a_project_bound_token_reads_nothing_that_shows_the_whole_home(method):
+    bound = Identity("p", "pay-bot", frozenset({"read"}), "payments")
+    with pytest.raises(Forbidden) as refused:
+        admit(method, {}, bound)
+    assert refused.value.code == FORBIDDEN and "payments" in refused.value.detail
+    assert admit(method, {}, READ).params == {}
 
 
 def test_positional_params_are_refused_through_the_gateway():

@@ -22,6 +22,9 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
     "storage/records.py": "memory_records: insert, lifecycle, search, expiry, counts",
     "storage/telemetry.py": "retrieval telemetry rows",
+    "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
+                         "retrievals that selected a record, an agent's latest retrievals",
+    "storage/web_sessions.py": "the web view's sessions and one-time sign-in links",
     "storage/journal.py": "the consolidation journal: batches, batch_notes, counters",
     "storage/submissions.py": "inbox holds, claimed submission names, findings per task",
     "storage/kb_index.py": "kb_files: which KB file feeds which record, at which hash",
