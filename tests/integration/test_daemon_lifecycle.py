@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import REPO, wait_for
 
 COMPONENTS_IN_START_ORDER = ["ConsolidationService", "InboxWatcher", "KnowledgeWatcher",
-                             "KnowledgeSurface",
-                             "RecallSurface", "TokenSurface", "BackupSurface", "Scheduler",
+                             "KnowledgeSurface", "RecallSurface", "BrowseSurface",
+                             "TokenSurface", "WebSessionSurface", "BackupSurface", "Scheduler",
                              "Health"]
 
 
