@@ -59,13 +59,27 @@ def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
+def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`fields` with the derived index columns (search_aux, term_counts) computed, so that
+    insert() has only SQL left to run. `scratch` is any connection (its TEMP tables tokenise);
+    the daemon computes these beside the writer, not on it."""
+    aux = ftsquery.index_aux_text(fields["title"], fields["body"], fields["paths"],
+                                  fields["tags"])
+    return {**fields, "search_aux": aux,
+            "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
+
+
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
            content_hash: str | None = None) -> str:
+    """Insert a new active record; its derived columns come from derive() when `fields` has
+    them, else they are computed here."""
     record_id = new_id(now)
     stamp = iso(now)
     row = dict(fields)
     created = row.pop("created_at", None) or stamp
-    aux = ftsquery.index_aux_text(row["title"], row["body"], row["paths"], row["tags"])
+    if "search_aux" not in row:
+        row = derive(conn, row)
+    aux, counts = row.pop("search_aux"), row.pop("term_counts")
     conn.execute(
         """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
                author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
@@ -77,7 +91,7 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
         row | {"id": record_id, "paths": json.dumps(row["paths"]),
                "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
                "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": fts.term_counts(conn, row["title"], row["body"], aux)},
+               "aux": aux, "counts": counts},
     )
     return record_id
 
