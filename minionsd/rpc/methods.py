@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minionsd.config import check_value, lookup_key
-from minionsd.errors import ConfigError, InvalidParams, MinionsError, NotFound
+from minionsd.errors import ConfigError, InvalidParams, NotFound
 from minionsd.memory import purge
 from minionsd.memory.app import RESTART_KEYS, App
 from minionsd.rpc.protocol import Handler
@@ -39,12 +39,14 @@ def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return records.derive(scratch, fields)
 
 
-def _prepare_each(scratch: Any, many: list[dict[str, Any]]) -> list[Any]:
+def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+    """memory.add's fields, checked, redacted and tokenised, for each call; an error in one
+    call (InvalidParams, usually) becomes that call's outcome."""
     out: list[Any] = []
-    for fields in many:
+    for args, kwargs in calls:
         try:
-            out.append(_prepare_new(scratch, fields))
-        except Exception as exc:  # this record's reply carries it
+            out.append(_prepare_new(scratch, _new_fields(*args, **kwargs)))
+        except Exception as exc:  # this call's reply carries it
             out.append(exc)
     return out
 
@@ -90,26 +92,13 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         return {"id": await app.db.write_grouped(records.insert, prepared, app.now())}
 
     async def memory_add_many(calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
-        """A batch's run of memory.add: checked one by one, prepared together, committed
-        together (SPEC §5); each call still succeeds or fails on its own."""
-        outcomes: list[Any] = [None] * len(calls)
-        valid: list[int] = []
-        checked: list[dict[str, Any]] = []
-        for index, (args, kwargs) in enumerate(calls):
-            try:
-                checked.append(_new_fields(*args, **kwargs))
-                valid.append(index)
-            except MinionsError as exc:
-                outcomes[index] = exc
-        prepared = await app.db.prepare(_prepare_each, checked)
-        writable = [(i, p) for i, p in zip(valid, prepared, strict=True)
-                    if not isinstance(p, BaseException)]
-        for index, failed in zip(valid, prepared, strict=True):
-            if isinstance(failed, BaseException):
-                outcomes[index] = failed
+        """A batch's run of memory.add: checked and prepared together off the event loop, then
+        committed together (SPEC §5); each call still succeeds or fails on its own."""
+        outcomes = await app.db.prepare(_prepare_calls, calls)
+        writable = [i for i, fields in enumerate(outcomes) if not isinstance(fields, Exception)]
         now = app.now()
-        written = await app.db.write_each(records.insert, [(p, now) for _, p in writable])
-        for (index, _), outcome in zip(writable, written, strict=True):
+        written = await app.db.write_each(records.insert, [(outcomes[i], now) for i in writable])
+        for index, outcome in zip(writable, written, strict=True):
             outcomes[index] = outcome if isinstance(outcome, BaseException) else {"id": outcome}
         return outcomes
 

@@ -165,6 +165,32 @@ def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
 
+class _Shape:
+    """What a handler's keyword call accepts, to bind the common case (named params that
+    plainly fit) without inspect's general machinery."""
+
+    def __init__(self, required: frozenset[str], names: frozenset[str],
+                 any_keyword: bool, simple: bool) -> None:
+        self.required, self.names = required, names
+        self.any_keyword, self.simple = any_keyword, simple
+
+    @classmethod
+    def of(cls, signature: inspect.Signature) -> _Shape:
+        kinds = inspect.Parameter
+        params = list(signature.parameters.values())
+        named = [p for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)]
+        return cls(frozenset(p.name for p in named if p.default is kinds.empty),
+                   frozenset(p.name for p in named),
+                   any(p.kind is kinds.VAR_KEYWORD for p in params),
+                   not any(p.kind in (kinds.POSITIONAL_ONLY, kinds.VAR_POSITIONAL)
+                           for p in params))
+
+    def fits(self, params: dict[str, Any]) -> bool:
+        if not self.simple or not self.required.issubset(params):
+            return False
+        return self.any_keyword or self.names.issuperset(params)
+
+
 class Dispatcher:
     """Holds the method table and turns one decoded message into zero or one response."""
 
@@ -177,6 +203,7 @@ class Dispatcher:
         self.bulk = {name: fn.bulk for name, fn in self.methods.items()
                      if callable(getattr(fn, "bulk", None))} | dict(bulk or {})
         self._signatures = {name: inspect.signature(fn) for name, fn in self.methods.items()}
+        self._shapes = {name: _Shape.of(sig) for name, sig in self._signatures.items()}
 
     async def handle_bytes(self, line: bytes) -> bytes | None:
         try:
@@ -233,7 +260,7 @@ class Dispatcher:
                 replies[position] = error_response(message.get("id"), INVALID_PARAMS,
                                                    "Invalid params", f"{method}: {exc}")
                 continue
-            calls.append((bound.args, bound.kwargs))
+            calls.append(bound)
             positions.append(position)
         try:
             outcomes = await self.bulk[method](calls) if calls else []
@@ -287,12 +314,12 @@ class Dispatcher:
             return error_response(request_id, METHOD_NOT_FOUND, "Method not found",
                                   f"no method named {method!r}")
         try:
-            bound = self._bind(method, params)
+            args, kwargs = self._bind(method, params)
         except TypeError as exc:
             return error_response(request_id, INVALID_PARAMS, "Invalid params",
                                   f"{method}: {exc}")
         try:
-            result = await handler(*bound.args, **bound.kwargs)
+            result = await handler(*args, **kwargs)
         except MinionsError as exc:
             return error_response(request_id, exc.code, exc.message, exc.detail, **exc.data)
         except Exception:
@@ -301,10 +328,15 @@ class Dispatcher:
                                   f"{method} failed unexpectedly; the daemon log has details")
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    def _bind(self, method: str, params: Any) -> inspect.BoundArguments:
+    def _bind(self, method: str, params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """(args, kwargs) to call the handler with; TypeError names what does not fit."""
+        if isinstance(params, dict) and self._shapes[method].fits(params):
+            return (), params  # what Signature.bind would give, without its cost
         signature = self._signatures[method]
         if params is None:
-            return signature.bind()
-        if isinstance(params, list):
-            return signature.bind(*params)
-        return signature.bind(**params)
+            bound = signature.bind()
+        elif isinstance(params, list):
+            bound = signature.bind(*params)
+        else:
+            bound = signature.bind(**params)
+        return bound.args, bound.kwargs

@@ -200,17 +200,18 @@ class Database:
         """:meth:`write` for a write that touches only the database (it may be run again
         after a rollback): it shares its transaction and disk sync with the other grouped
         writes queued meanwhile (storage/group_commit.py), and fails or succeeds on its own."""
-        future, = self._group.submit([GroupedWrite(fn, args)])
+        future, = self._group.submit([GroupedWrite(fn, [args])])
         return await asyncio.wrap_future(future)
 
     async def write_each(self, fn: Callable[..., T],
-                         arg_lists: list[tuple[Any, ...]]) -> list[T | BaseException]:
-        """fn(conn, *args) for every args of `arg_lists`, queued together so they commit
-        together (one disk sync for up to group_commit.GROUP_LIMIT of them); each outcome is
-        its result or the exception it raised, in order."""
-        futures = self._group.submit([GroupedWrite(fn, args) for args in arg_lists])
-        return await asyncio.gather(*(asyncio.wrap_future(f) for f in futures),
-                                    return_exceptions=True)
+                         calls: list[tuple[Any, ...]]) -> list[T | BaseException]:
+        """fn(conn, *args) for every args of `calls`, committed together (one transaction and
+        disk sync) as grouped writes; each outcome is its result or the exception it raised,
+        in order, and one failing call does not fail the others."""
+        if not calls:
+            return []
+        future, = self._group.submit([GroupedWrite(fn, calls, each=True)])
+        return await asyncio.wrap_future(future)
 
     async def write_unsynced(self, fn: Callable[..., T], *args: Any) -> T:
         """A grouped write of data whose loss in a power cut is harmless (retrieval telemetry).
@@ -227,7 +228,7 @@ class Database:
     def write_unsynced_nowait(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """:meth:`write_unsynced` without waiting: the write is queued behind earlier ones.
         The caller reports failures from the returned future."""
-        future, = self._group.submit([GroupedWrite(fn, args, durable=False)])
+        future, = self._group.submit([GroupedWrite(fn, [args], durable=False)])
         return future
 
     async def prepare(self, fn: Callable[..., T], *args: Any) -> T:

@@ -26,21 +26,26 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
-# Enough to make one transaction of a 500-request batch with room to spare, small enough that
+# Calls per transaction: enough for a 500-request batch with room to spare, small enough that
 # the writer never holds one transaction for long.
 GROUP_LIMIT = 1000
 
 
 @dataclass
 class GroupedWrite:
+    """fn(conn, *args) for each args of `calls`. With `each`, the future's result is the list
+    of every call's outcome (its result, or the exception it raised); without, there is one
+    call and the future carries its result or exception."""
+
     fn: Callable[..., Any]
-    args: tuple[Any, ...]
+    calls: list[tuple[Any, ...]]
     durable: bool = True
+    each: bool = False
     future: Future[Any] = field(default_factory=Future)
 
 
-def _run_all(conn: sqlite3.Connection, jobs: Sequence[GroupedWrite]) -> list[Any]:
-    return [job.fn(conn, *job.args) for job in jobs]
+def _run_all(conn: sqlite3.Connection, jobs: Sequence[GroupedWrite]) -> list[list[Any]]:
+    return [[job.fn(conn, *args) for args in job.calls] for job in jobs]
 
 
 class GroupCommit:
@@ -84,7 +89,13 @@ class GroupCommit:
 
     def _take(self) -> list[GroupedWrite]:
         with self._lock:
-            taken, self._pending = self._pending[:self._limit], self._pending[self._limit:]
+            size = count = 0
+            for job in self._pending:  # whole jobs, up to the limit in calls (at least one)
+                if count and size + len(job.calls) > self._limit:
+                    break
+                size += len(job.calls)
+                count += 1
+            taken, self._pending = self._pending[:count], self._pending[count:]
             if self._pending:
                 self._executor.submit(self._drain)
             else:
@@ -101,7 +112,7 @@ class GroupCommit:
         if not durable:
             self._set_durable(False)
         try:
-            if len(jobs) == 1:
+            if len(jobs) == 1 and len(jobs[0].calls) == 1:
                 self._run_alone(jobs[0])
                 return
             try:
@@ -111,15 +122,21 @@ class GroupCommit:
                     self._run_alone(job)
                 return
             for job, result in zip(jobs, results, strict=True):
-                job.future.set_result(result)
+                job.future.set_result(result if job.each else result[0])
         finally:
             if not durable:
                 self._set_durable(True)
 
     def _run_alone(self, job: GroupedWrite) -> None:
-        try:
-            result = self._in_transaction(job.fn, *job.args)
-        except BaseException as exc:  # handed to the caller
-            job.future.set_exception(exc)
+        outcomes: list[Any] = []
+        for args in job.calls:
+            try:
+                outcomes.append(self._in_transaction(job.fn, *args))
+            except BaseException as exc:  # handed to the caller
+                outcomes.append(exc)
+        if job.each:
+            job.future.set_result(outcomes)
+        elif isinstance(outcomes[0], BaseException):
+            job.future.set_exception(outcomes[0])
         else:
-            job.future.set_result(result)
+            job.future.set_result(outcomes[0])

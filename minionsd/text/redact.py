@@ -56,8 +56,21 @@ class Pattern:
     regex: re.Pattern[str]
     template: str
     # Lower-case strings a match always contains one of; a text holding none of them skips
-    # the scan (a substring test costs far less than running the regex over a megabyte).
-    needles: tuple[str, ...] = ()
+    # the scan (a substring test costs far less than running the regex over a megabyte). A
+    # tuple among them stands for strings a match contains all of (a command and its flag).
+    needles: tuple[str | tuple[str, ...], ...] = ()
+
+    def may_match(self, lowered: str) -> bool:
+        """False when `lowered` (the text, lower-cased) cannot hold a match."""
+        if not self.needles:
+            return True
+        for needle in self.needles:
+            if needle.__class__ is str:
+                if needle in lowered:
+                    return True
+            elif all(part in lowered for part in needle):
+                return True
+        return False
 
     @property
     def marker(self) -> str:
@@ -69,7 +82,7 @@ class Pattern:
 
 
 def _p(kind: str, description: str, regex: str, template: str = "{marker}", flags: int = 0,
-       needles: tuple[str, ...] = ()) -> Pattern:
+       needles: tuple[str | tuple[str, ...], ...] = ()) -> Pattern:
     return Pattern(kind, description, re.compile(regex, flags), template, needles)
 
 
@@ -159,7 +172,8 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.AWS_SECRET_KEYS),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
-        needles=("access", "secret", "session"),
+        needles=("secret_access", "secret-access", "secretaccess", "secret_key", "secret-key",
+                 "secretkey", "session_token", "session-token", "sessiontoken"),
     ),
     _p(
         "aws_secret_key_csv",
@@ -237,9 +251,13 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|\bngrok(?:[ \t]+config[ \t]+add-authtoken|[ \t]+authtoken)(?=[ \t])"
         r"|-pass(?:in|out)?[ \t]+pass:)[ \t]*)" + g.CLI_VALUE,
         "\\g<head>{marker}",
-        needles=("mysql", "mariadb", "sshpass", "login", "twine", "redis-cli", "curl", "wget",
-                 "http", "mongo", "sqlcmd", "bcp", "ldap", "7z", "zip", "keytool", "jarsigner",
-                 "configure", "ngrok", "pass:"),
+        # Each command with the flag it needs (--user and --proxy-user hold "-u"); the flag is
+        # tested first, as the rarer string.
+        needles=(("-p", "mysql"), ("-p", "mariadb"), ("-p", "sshpass"), ("-p", "login"),
+                 ("-p", "twine"), ("-a", "redis-cli"), ("-u", "curl"), ("-u", "wget"),
+                 ("-u", "http"), ("-p", "mongo"), ("-p", "sqlcmd"), ("-p", "bcp"),
+                 ("-w", "ldap"), ("-p", "7z"), ("-p", "zip"), ("pass", "keytool"),
+                 ("pass", "jarsigner"), "configure", "ngrok", "pass:"),
     ),
     _p(
         "netrc_password",
@@ -305,6 +323,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.SECRET_KEYS),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=g.SECRET_KEY_NEEDLES,
     ),
     _p(
         "generic_key",
@@ -313,6 +332,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.OTHER_KEYS, g.RANDOM_VALUE),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=("_key", "-key"),
     ),
     _p(
         "cli_secret",
@@ -323,6 +343,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + g.NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("pass", "token", "secret", "apikey", "api-key"),
     ),
     _p(
         "bearer",
@@ -348,15 +369,15 @@ def _redact_tokens(run: re.Match[str]) -> str:
 
 
 def _redact_once(text: str) -> str:
-    lowered = text.lower()
+    lowered = text.casefold()
     for pattern in _PASSES:
-        if not pattern.needles or any(n in lowered for n in pattern.needles):
+        if pattern.may_match(lowered):
             text, count = pattern.regex.subn(pattern.replacement, text)
             if count:
-                lowered = text.lower()
+                lowered = text.casefold()
         if pattern.kind == "webhook_url":  # the token table runs where its rows are listed
             text = _TOKEN_RUN.sub(_redact_tokens, text)
-            lowered = text.lower()
+            lowered = text.casefold()
     return text
 
 
