@@ -149,8 +149,9 @@ class ConsolidationService:
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
-        counters = await self.app.db.read_light(journal.counters)
+        # One trip to the light lane for the whole part (no thread of its own): under load
+        # every hop back to the event loop waits its turn there, so status makes few of them.
+        state, counters = await self.app.db.read_light(self._status_reads)
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
@@ -162,6 +163,9 @@ class ConsolidationService:
                 "running": self._lock.locked(),
             },
         }
+
+    def _status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
+        return self.pipeline.inbox_state(), journal.counters(conn)
 
     # --- inbox methods ------------------------------------------------------------------------
 
