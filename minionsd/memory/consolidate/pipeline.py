@@ -285,23 +285,33 @@ class Pipeline:
             atomic_write_text(notes_path, kept)
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
+        """Each configured agent's notes appended to its notebook: one locked read and one
+        atomic write per notebook, not per note. Entries carry their id, so a redo appends
+        only what is missing."""
         agents = self.app.config.agents
         counts: dict[str, int] = {}
+        by_author: dict[str, list[journal.JournalNote]] = {}
         for note in batch.notes:
             if note.done or not has_notebook(note.author, agents):
                 continue
-            path = self.app.home.notebook(note.author)
-            entry_id = note.content_hash[:16]
+            by_author.setdefault(note.author, []).append(note)
+            counts[note.author] = counts.get(note.author, 0) + 1
+        for author, notes in by_author.items():
+            path = self.app.home.notebook(author)
             with lock_for(path):
-                current = read_text(path)
-                if current is None or not notebooks.has_entry(current, entry_id):
+                original = current = read_text(path)
+                for note in notes:
+                    entry_id = note.content_hash[:16]
+                    if current is not None and notebooks.has_entry(current, entry_id):
+                        continue
                     entry = notebooks.render_entry(
                         entry_id=entry_id, date=batch.date, title=note_title(note),
                         body=note_body(note.content), source=Filing.archive_rel(batch, note),
                         meta=safe_meta(note.content))
                     self._step("notebook")
-                    atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
-            counts[note.author] = counts.get(note.author, 0) + 1
+                    current = notebooks.append_entry(current, author, entry)
+                if current is not None and current != original:
+                    atomic_write_text(path, current)
         return counts
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
