@@ -205,9 +205,12 @@ class Pipeline:
 
     def execute(self, batch_id: str) -> BatchResult:
         self.filing.plan_archive(self.app.db.read_blocking(journal.load, batch_id))
-        # KB names come from titles, so they are chosen from the redacted text too.
-        self.filing.plan_kb(_redacted(self.app.db.read_blocking(journal.load, batch_id)))
+        # KB names come from titles, so they are chosen from the redacted text too. Each note
+        # is redacted once per run (the plan only adds paths; the content stays the same).
+        redacted = _redacted(self.app.db.read_blocking(journal.load, batch_id))
+        self.filing.plan_kb(redacted)
         batch = self.app.db.read_blocking(journal.load, batch_id)
+        clean = {note.name: note.content for note in redacted.notes}
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
         result = BatchResult()
@@ -218,7 +221,7 @@ class Pipeline:
         else:
             # Every derived surface sees the redacted text; only the archive keeps the note
             # as written. redact() is deterministic, so a redo derives the same text.
-            derived = _redacted(batch)
+            derived = _redacted(batch, clean)
             mode, digest = self._digest(derived)
             result.mode = mode
             self._append_digest(derived, digest)
@@ -324,9 +327,12 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
-def _redacted(batch: journal.Batch) -> journal.Batch:
-    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
-    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
+def _redacted(batch: journal.Batch, known: dict[str, str] | None = None) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged);
+    `known` holds contents already redacted, by note name."""
+    known = known or {}
+    notes = [dataclasses.replace(n, content=known.get(n.name) or redact(n.content))
+             for n in batch.notes]
     return dataclasses.replace(batch, notes=notes)
 
 
