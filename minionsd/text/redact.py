@@ -34,6 +34,7 @@ Design choices:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -53,7 +54,8 @@ class Pattern:
 
     kind: str
     description: str
-    regex: re.Pattern[str]
+    source: str  # the regular expression, compiled on first use (see `regex`)
+    flags: int
     template: str
     # Lower-case strings a match always contains one of; a text holding none of them skips
     # the scan (a substring test costs far less than running the regex over a megabyte). A
@@ -72,6 +74,12 @@ class Pattern:
                 return True
         return False
 
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        # Compiled when first used, not at import: the set takes a tenth of a second to
+        # compile, which every daemon start and CLI command importing this module would pay.
+        return re.compile(self.source, self.flags)
+
     @property
     def marker(self) -> str:
         return f"{MARKER_PREFIX}{self.kind}]"
@@ -83,7 +91,7 @@ class Pattern:
 
 def _p(kind: str, description: str, regex: str, template: str = "{marker}", flags: int = 0,
        needles: tuple[str | tuple[str, ...], ...] = ()) -> Pattern:
-    return Pattern(kind, description, re.compile(regex, flags), template, needles)
+    return Pattern(kind, description, regex, flags, template, needles)
 
 
 # A token starts where no identifier character precedes it, or (Telegram) right after `/bot` in an
@@ -91,11 +99,15 @@ def _p(kind: str, description: str, regex: str, template: str = "{marker}", flag
 _TOKEN_LEFT = r"(?:(?<![A-Za-z0-9_-])|(?<=/bot))"
 _TOKEN_PATTERNS = tuple(_p(kind, desc, _TOKEN_LEFT + rx) for kind, desc, rx in TOKENS)
 # The whole token table as one alternation (one scan); the group name says which row matched.
-_TOKENS_RE = re.compile(
-    _TOKEN_LEFT + "(?:"
-    + "|".join(f"(?P<t{i}>{rx})" for i, (_, _, rx) in enumerate(TOKENS))
-    + ")"
-)
+@functools.cache
+def _tokens_re() -> re.Pattern[str]:
+    return re.compile(
+        _TOKEN_LEFT + "(?:"
+        + "|".join(f"(?P<t{i}>{rx})" for i, (_, _, rx) in enumerate(TOKENS))
+        + ")"
+    )
+
+
 _TOKEN_MARKERS = {f"t{i}": p.marker for i, p in enumerate(_TOKEN_PATTERNS)}
 # Every row lies inside a run of these characters, 20 or more long; ordinary prose has few
 # such runs, so the table is only tried inside them. (A run's edges are characters outside
@@ -365,7 +377,7 @@ def _token_marker(match: re.Match[str]) -> str:
 
 
 def _redact_tokens(run: re.Match[str]) -> str:
-    return _TOKENS_RE.sub(_token_marker, run.group())
+    return _tokens_re().sub(_token_marker, run.group())
 
 
 def _redact_once(text: str) -> str:
