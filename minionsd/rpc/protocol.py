@@ -206,13 +206,28 @@ class Dispatcher:
         self._shapes = {name: _Shape.of(sig) for name, sig in self._signatures.items()}
 
     async def handle_bytes(self, line: bytes) -> bytes | None:
+        message, error = self.parse(line)
+        return error if error is not None else await self.handle_decoded(message)
+
+    @staticmethod
+    def parse(line: bytes) -> tuple[Any, bytes | None]:
+        """(the decoded message, None), or (None, the error reply) for a line that is not
+        a JSON-RPC message."""
         try:
-            message = decode_line(line)
+            return decode_line(line), None
         except TooDeep as exc:
-            return dumps(error_response(exc.request_id, INVALID_REQUEST, "Invalid Request",
-                                        str(exc)))
+            return None, dumps(error_response(exc.request_id, INVALID_REQUEST,
+                                              "Invalid Request", str(exc)))
         except ValueError as exc:
-            return dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
+            return None, dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
+
+    def bulk_only(self, message: Any) -> bool:
+        """A batch of requests of bulk methods only (independent of each other and of other
+        such batches: the server may start one while the previous is still being handled)."""
+        return (isinstance(message, list) and bool(message)
+                and all(self._bulk_method(m) is not None for m in message))
+
+    async def handle_decoded(self, message: Any) -> bytes | None:
         if isinstance(message, list):
             if not message:
                 return dumps(error_response(None, INVALID_REQUEST, "Invalid Request",

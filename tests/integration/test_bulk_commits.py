@@ -130,3 +130,25 @@ def test_a_consolidation_batch_commits_a_bounded_number_of_times(make_daemon, sh
     assert len(archive) == notes
     notebook = (short_home / "knowledge" / "agents" / "dallas.md").read_text()
     assert all(f"shard {i} " in notebook for i in range(1, notes, 2))
+
+
+def test_pipelined_batches_are_answered_in_order_and_a_later_read_sees_them(daemon):
+    batches = [[{"jsonrpc": "2.0", "id": f"{b}-{i}", "method": "memory.add",
+                 "params": record(100 * b + i)} for i in range(10)] for b in range(3)]
+    search = {"jsonrpc": "2.0", "id": "search", "method": "memory.search",
+              "params": {"query": "bulk", "limit": 50}}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(daemon.socket))
+        sock.sendall(b"".join(json.dumps(b).encode() + b"\n" for b in batches)
+                     + json.dumps(search).encode() + b"\n")
+        buffer = b""
+        while buffer.count(b"\n") < 4:
+            chunk = sock.recv(1 << 16)
+            assert chunk, "the daemon closed the connection"
+            buffer += chunk
+    lines = [json.loads(line) for line in buffer.splitlines()]
+    for number, reply in enumerate(lines[:3]):
+        assert [r["id"] for r in reply] == [f"{number}-{i}" for i in range(10)]
+        assert all("result" in r for r in reply)
+    assert lines[3]["id"] == "search" and lines[3]["result"]["total"] == 30
