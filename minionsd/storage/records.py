@@ -193,9 +193,11 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             where.append(f"r.{column} = :{column}")
     condition = " AND ".join(where)
     weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+    only_active = statuses == ["active"] and len(where) == 1
+    ranked = _rank_active(conn, binds, limit, weights) if only_active else None
     # Rank first on the narrow join, then build rows and snippets for the page only: the
     # snippet and the wide row are the expensive part when thousands of records match.
-    ranked = conn.execute(
+    ranked = ranked if ranked is not None else conn.execute(
         f"""SELECT r.seq AS seq, memory_fts.rank AS rank
             FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
@@ -213,7 +215,6 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
         binds,
     ).fetchall() if order else []
     rows = sorted(rows, key=lambda row: order[row["seq"]][1])
-    only_active = statuses == ["active"] and len(where) == 1
     total = _count_active(conn, binds) if only_active else conn.execute(
         f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expr AND {condition}""",
@@ -222,6 +223,32 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
     records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
                                "rank": order[row["seq"]][0]} for row in rows]
     return {"records": records, "total": total}
+
+
+def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
+                 weights: str) -> list[dict[str, Any]] | None:
+    """The page of a search of active records by (rank, id), ranked in the FTS index alone:
+    the best few matches are taken from FTS5, then their records are looked up by key, instead
+    of joining every match with memory_records (half the cost when most records match). None
+    when that page cannot be told apart from what lies beyond the matches taken (too many
+    inactive ones among them, or a tie at the edge): the caller then ranks with the join."""
+    want = 2 * limit + 10
+    hits = conn.execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({weights})'
+            ORDER BY rank LIMIT :want""", {**binds, "want": want}).fetchall()
+    if not hits:
+        return []
+    facts = {row[0]: (row[1], row[2]) for row in conn.execute(
+        f"""SELECT r.seq, r.id, {EFFECTIVE_STATUS} FROM memory_records r
+            WHERE r.seq IN (SELECT value FROM json_each(:seqs))""",
+        {"now": binds["now"], "seqs": json.dumps([hit[0] for hit in hits])})}
+    active = sorted((rank, facts[seq][0], seq) for seq, rank in hits
+                    if seq in facts and facts[seq][1] == "active")
+    # When more matches may follow, the page must end before them.
+    if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
+        return None
+    return [{"seq": seq, "rank": rank} for rank, _, seq in active[:limit]]
 
 
 def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
