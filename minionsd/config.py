@@ -21,7 +21,7 @@ import structlog
 import tomli_w
 
 from minionsd.errors import ConfigError
-from minionsd.fileio import atomic_write_text
+from minionsd.fileio import atomic_write_through
 
 log = structlog.get_logger()
 
@@ -263,7 +263,7 @@ class Config:
 
     def save(self) -> None:
         """Write the file tree atomically, keeping every key the user had."""
-        atomic_write_text(self.path, tomli_w.dumps(self.file_tree))
+        atomic_write_through(self.path, tomli_w.dumps(self.file_tree))
 
 
 def read_file_tree(path: Path) -> dict[str, Any]:

@@ -79,6 +79,8 @@ class Daemon:
             "config": {"path": str(app.config.path),
                        "last_reload_failure": app.events.get("config_reload_failure"),
                        "last_reload_at": (app.events.get("config_reload_ok") or {}).get("at")},
+            # Hand-edited files read with a warning (not UTF-8): SPEC §2.
+            "warnings": app.file_warnings.list(),
         }
         for part in parts:
             result |= part

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Protocol
 
 from filelock import FileLock
 
@@ -78,16 +79,54 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o600) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+def atomic_write_through(path: Path, text: str, mode: int = 0o600) -> None:
+    """atomic_write_text for a file a person may have made a symlink (config.toml kept in a
+    dotfiles repository, a shared pinned.md): the link stays and its target is replaced,
+    keeping the target's permissions when it exists."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            pass
+    atomic_write_text(path, text, mode)
+
+
 def lock_for(path: Path) -> FileLock:
     """The permanent lock file guarding `path` (kept beside it, never deleted)."""
     return FileLock(str(path.with_name(f".{path.name}.lock")), timeout=LOCK_TIMEOUT_S)
 
 
-def read_text(path: Path) -> str | None:
+class ReadWarnings(Protocol):
+    """Told how each hand-editable file read went (memory/filewarn.py keeps them for status)."""
+
+    def replaced(self, path: Path, reason: str) -> None: ...
+
+    def clean(self, path: Path, text: str) -> None: ...
+
+
+def decode_lenient(data: bytes, path: Path, warnings: ReadWarnings | None = None) -> str:
+    """`data` as UTF-8; bytes that are not UTF-8 become U+FFFD and `warnings` hears of it."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if warnings is not None:
+            warnings.replaced(path, f"not valid UTF-8 (first bad byte at offset {exc.start}); "
+                                    "read with U+FFFD in place of each undecodable byte")
+        return data.decode("utf-8", "replace")
+    if warnings is not None:
+        warnings.clean(path, text)
+    return text
+
+
+def read_text(path: Path, warnings: ReadWarnings | None = None) -> str | None:
+    """The file's text, None when it does not exist. Hand-edited files may hold bytes that are
+    not UTF-8: they are read as U+FFFD (never an error), and `warnings` is told (SPEC §2)."""
+    try:
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
+    return decode_lenient(data, path, warnings)
 
 
 def create_new_text(path: Path, text: str, mode: int = 0o600) -> None:

@@ -7,6 +7,7 @@
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
+    .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
     .venv/bin/python scripts/bench.py --old /tmp/old    # one table: this code beside /tmp/old
 
 Sections:
@@ -22,6 +23,8 @@ Sections:
              (cold: nothing about them cached); with --mcp also `memory_context` through
              `minionsctl mcp` (the mcp SDK's client, one stdio session) beside the same
              `prompt.assemble` on the raw socket, interleaved call by call
+6. mcp-start `minionsctl mcp` from process start to its `initialize` answer (what decides
+             whether a headless agent's first turn has the memory tools), with a daemon up
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -49,10 +52,12 @@ and helpers), bench_data.py (the synthetic data).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,6 +74,41 @@ from bench_records import run_records  # noqa: E402
 # --quick: the sizes of a smoke run (explicit options still win).
 QUICK = {"records": 200, "queries": 20, "retrieval_samples": 10, "notes": 20,
          "watch_rounds": 1, "burst_rounds": 1}
+
+
+MCP_START_RUNS = 20
+INITIALIZE = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+              b'"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n')
+
+
+def run_mcp_start(bench: Bench, runs: int = MCP_START_RUNS) -> None:
+    """Process start (Popen) -> the `initialize` answer's line read, for `minionsctl mcp` as an
+    agent starts it (the console script beside this Python, else `-m minionsd.cli`)."""
+    daemon = bench.new_daemon("mcp-start", {})
+    script = Path(sys.executable).parent / "minionsctl"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "minionsd.cli"]
+    command += ["--home", str(daemon.home), "mcp", "--agent", "bench", "--project", "bench"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter_ns()
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(INITIALIZE)
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        times.append((time.perf_counter_ns() - started) / 1e6)
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()
+        assert reply["result"]["serverInfo"]["title"] == "minionsd memory", reply
+    times.sort()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    say(f"\n== 6. minionsctl mcp: process start -> initialize answered ({runs} starts, "
+        f"{' '.join(command[:1])}; load average {load})")
+    say(f"   p50 {times[len(times) // 2]:.0f} ms, p90 {times[int(len(times) * 0.9)]:.0f} ms, "
+        f"max {times[-1]:.0f} ms (target: 300 ms on an idle machine)")
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -93,7 +133,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--only", choices=("search", "consolidation", "retrieval"))
+    parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
+                                            "mcp-start"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
@@ -149,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.old is None and args.only in (None, "consolidation"):
             run_consolidation_throughput(bench)
             run_watch_latency(bench)
+        if args.old is None and args.only in (None, "mcp-start"):
+            run_mcp_start(bench, 3 if args.quick else MCP_START_RUNS)
     except KeyboardInterrupt:
         end_progress()
         say("\ninterrupted; stopping daemons and removing temp homes")

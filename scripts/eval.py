@@ -1,17 +1,19 @@
 """Retrieval evaluation: does memory.retrieve pick the records a senior engineer would want?
 
-    .venv/bin/python scripts/eval.py             # the whole labelled set (tests/eval/set.json)
+    .venv/bin/python scripts/eval.py             # both labelled sets (tests/eval/set.json and
+                                                 #   the blind set tests/eval/blind.yaml)
+    .venv/bin/python scripts/eval.py --data tests/eval/blind.yaml   # one set only
     .venv/bin/python scripts/eval.py --quick     # a 12-task slice (the smoke test runs this)
     .venv/bin/python scripts/eval.py --tasks     # plus one line per task
     .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
     .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
     .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
-It starts a fresh daemon on a temp home (the test suite's DaemonProcess from tests/harness.py),
-adds every record of the set through the socket with `memory.add` (keeping its created_at),
-applies the lifecycle (`memory.supersede`, `memory.retract`, `memory.expire`), then asks
-`memory.retrieve` for each task with its project and agent. Asserts nothing; prints, per
-difficulty and overall:
+For each set it starts a fresh daemon on a temp home (the test suite's DaemonProcess from
+tests/harness.py), adds every record of the set through the socket with `memory.add` (keeping
+its created_at), applies the lifecycle (`memory.supersede`, `memory.retract`,
+`memory.expire`), then asks `memory.retrieve` for each task with its project and agent.
+Asserts nothing; prints, per difficulty and overall:
 
 * recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
   any member of it finds it);
@@ -22,6 +24,10 @@ difficulty and overall:
   (a superset of each task's labelled `forbidden` records, which are checked to agree);
 * copies: packed records whose near-duplicate group already has a member in that pack;
 * no_terms: tasks retrieval found no terms in.
+
+The blind set (tests/eval/blind.yaml, read by tests/eval/blind_set.py) was written from the
+product's documentation without looking at the ranking code or the first set; the last table
+puts both sets' overall figures side by side.
 
 easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
 changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
@@ -55,11 +61,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "eval"))
 
+from blind_set import load_blind  # noqa: E402
 from build_set import eligible  # noqa: E402
 
 from tests.harness import DaemonProcess  # noqa: E402
 
 SET_PATH = REPO / "tests" / "eval" / "set.json"
+BLIND_PATH = REPO / "tests" / "eval" / "blind.yaml"
 WITHOUT_DIR = REPO / "scripts" / "eval_without"
 TOP_K = 8
 QUICK_TASKS = 12
@@ -231,7 +239,9 @@ def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
                              "engine.memory_retrieval_min_score_ratio=0.3")
     parser.add_argument("--without", action="append", default=[], metavar="PART",
                         choices=_parts(), help="switch a part of retrieval off in the daemon")
-    parser.add_argument("--data", type=Path, default=SET_PATH)
+    parser.add_argument("--data", type=Path, action="append", default=[],
+                        help="a labelled set (.json like set.json, or .yaml like blind.yaml); "
+                             "repeatable; default both")
     return parser.parse_args(list(argv) if argv is not None else None)
 
 
@@ -266,9 +276,19 @@ def write_config(home: Path, settings: list[str]) -> None:
         "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
 
 
-def main(argv: Iterable[str] | None = None) -> int:
-    args = parse_args(argv)
-    data = json.loads(args.data.read_text(encoding="utf-8"))
+def load_set(path: Path) -> dict[str, Any]:
+    """A labelled set: set.json as it is, a .yaml set through blind_set."""
+    if path.suffix in (".yaml", ".yml"):
+        return load_blind(path)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+Rows = list[dict[str, Any]]
+
+
+def run_set(path: Path, args: argparse.Namespace) -> tuple[Rows, Rows]:
+    """One set through a fresh daemon: prints its tables; returns (retrieve rows, baseline rows)."""
+    data = load_set(path)
     items = data["tasks"]
     if args.quick:  # every n-th task, so both difficulties and several topics are in it
         main = [t for t in items if t.get("split", "main") == "main"]
@@ -280,7 +300,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         write_config(daemon.home, args.set)
         daemon.start()
         ids = load(daemon, data["records"])
-        print(f"loaded {len(ids)} records; {len(items)} tasks"
+        print(f"\n== {_name(path)}: loaded {len(ids)} records; {len(items)} tasks"
               + (f"; config {', '.join(args.set)}" if args.set else "")
               + (f"; without {', '.join(args.without)}" if args.without else ""))
         ours, base = retrieve_all(daemon, items, ids, scorer)
@@ -294,6 +314,32 @@ def main(argv: Iterable[str] | None = None) -> int:
         print_sweep(ours, items, scorer)
     if args.tasks:
         print_tasks(ours, items, scorer)
+    return ours, base
+
+
+def _name(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = parse_args(argv)
+    paths = args.data or [SET_PATH, BLIND_PATH]
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"--data {path}: no such file")
+    overall: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        ours, base = run_set(path, args)
+        for split, rows in by_difficulty(ours).items():
+            if split in ("overall", "held-out"):
+                overall[path.stem + (" held" if split == "held-out" else "")] = rows
+        overall[f"{path.stem} fts5"] = by_difficulty(base)["overall"]
+    if len(paths) > 1:
+        print_table("all sets side by side (main tasks; held = held-out tasks; fts5 = the plain "
+                    "FTS5 baseline on the main tasks)", overall)
     return 0
 
 

@@ -61,12 +61,12 @@ def _read(path: Path) -> str | None:
         raise ConnectError(f"cannot read {path}: {exc}") from None
 
 
-def _write(change: Change, old: str | None, new: str) -> None:
+def _write(change: Change, old: str | None, new: str, new_mode: int) -> None:
     from minionsd.fileio import atomic_write_text
 
     target = change.path.resolve() if change.path.is_symlink() else change.path
     try:
-        mode = target.stat().st_mode & 0o777 if old is not None else 0o600
+        mode = target.stat().st_mode & 0o777 if old is not None else new_mode
         target.parent.mkdir(parents=True, exist_ok=True)
         if old is not None:
             stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -266,7 +266,8 @@ def run(target: str, scope: str, invocation: list[str], agent_args: list[str],
         if print_only:
             change.action = "would update" if old is not None else "would create"
         else:
-            _write(change, old, new)
+            # A project's files are committed and read by the team; a user's may hold secrets.
+            _write(change, old, new, 0o644 if scope == "project" else 0o600)
     return {"agent": target, "scope": scope, "print": print_only,
             "command": shlex.join([*invocation, "mcp", *agent_args]),
             "files": [c.to_wire() | {"fragment": c.fragment} for c, _ in steps],
@@ -284,6 +285,7 @@ def describe(result: dict[str, Any]) -> str:
             line += f" (backup: {f['backup']})"
         lines.append(line)
         lines += [f"  note: {note}" for note in f["notes"]]
+    lines += [f"warning: {w}" for w in result.get("warnings", [])]
     if result["print"]:
         lines.append("# nothing was written (--print)")
     else:

@@ -1,6 +1,6 @@
 """The MCP resources of SPEC §5.1: `minions://pinned`, `minions://team-notes` and the template
 `minions://knowledge/{path}`, each one daemon call, with recalled text fenced as in a prompt.
-No `mcp` import (mcp_server.py wraps them).
+Standard library only (protocol.py serves them).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from minionsd.agents.session import Session, ToolFailure, extract_section, standing_prompt
-from minionsd.text.fence import fence
+from minionsd.agents.tools import knowledge_text
 
 PINNED_URI = "minions://pinned"
 TEAM_NOTES_URI = "minions://team-notes"
@@ -71,7 +71,6 @@ def read(session: Session, uri: str) -> str:
             if exc.data.get("error", {}).get("code") == -32001:
                 raise ResourceNotFound(exc.text) from None
             raise
-        return (f"{entry['path']}  [{entry['category']}]\n\n"
-                + fence(entry["body"], f"knowledge:{entry['path']}"))
+        return knowledge_text(entry)
     raise ResourceNotFound(f"unknown resource {uri}; the resources are {PINNED_URI}, "
                            f"{TEAM_NOTES_URI} and {KNOWLEDGE_TEMPLATE}")

@@ -3,18 +3,21 @@ daemon call per request.
 
 Every call opens its own connection, so a daemon restart between two calls costs nothing,
 and a daemon that is down or hung turns into :class:`ToolFailure` with a message an agent
-(or its human) can act on. Standard library and minionsd's client only.
+(or its human) can act on: down (no socket, connection refused) says how to start it; hung
+(it accepted the connection and never answered) says so, and how to see why. Standard library
+and minionsd's client only.
 """
 
 from __future__ import annotations
 
 import os
+import socket as socketlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
-from minionsd.text.fence import FENCE_NAME
+from minionsd.text.fence import FENCE_NAME, fence
 
 CALL_TIMEOUT_S = 30.0
 
@@ -57,6 +60,33 @@ class Session:
         return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
                                             "socket": str(self.socket), "detail": reason}})
 
+    def hung(self, method: str) -> ToolFailure:
+        text = (f"minionsd did not answer {method} within {self.timeout:g} s on {self.socket}: "
+                "the daemon is running but busy or hung. `minionsctl status` and the daemon's "
+                "log say which; restart it if it stays unresponsive (as a service: "
+                "`systemctl --user restart minionsd`).")
+        return ToolFailure(text, {"error": {"kind": "daemon_hung", "method": method,
+                                            "socket": str(self.socket)}})
+
+    def problem(self) -> str | None:
+        """Why the daemon cannot be reached, in a sentence, or None when something listens on
+        its socket (connecting only: a busy daemon is not reported as down)."""
+        probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        probe.settimeout(0.1)
+        try:
+            probe.connect(str(self.socket))
+        except FileNotFoundError:
+            return f"minionsd is not running: there is no socket at {self.socket}."
+        except ConnectionRefusedError:
+            return f"minionsd is not running: nothing listens on {self.socket}."
+        except TimeoutError:
+            return None  # the listen queue is full: it is there, but busy
+        except OSError as exc:
+            return f"minionsd cannot be reached on {self.socket}: {exc.strerror or exc}."
+        finally:
+            probe.close()
+        return None
+
     def call(self, method: str, params: dict[str, Any]) -> Any:
         """One JSON-RPC call on a fresh connection; ToolFailure on any failure."""
         client = Client(self.socket, timeout=self.timeout)
@@ -67,13 +97,15 @@ class Session:
             raise self.unreachable("connection refused: the daemon is not running" if refused
                                    else "no socket file there") from None
         except RpcError as exc:
-            detail = exc.detail or exc.message
-            raise ToolFailure(f"minionsd refused {method}: {detail}",
+            # The daemon's detail may quote stored text (`already retracted (<reason>)`): it
+            # is shown fenced, like any recalled text.
+            detail = fence(str(exc.detail or exc.message), f"daemon-error:{method}")
+            raise ToolFailure(f"minionsd refused {method}:\n{detail}",
                               {"error": {"kind": "daemon_error", "method": method,
                                          "code": exc.code, "message": exc.message,
                                          "data": exc.data}}) from None
         except TimeoutError:
-            raise self.unreachable(f"no answer within {self.timeout:g} s") from None
+            raise self.hung(method) from None
         except (ConnectionError, OSError, ValueError) as exc:
             # ValueError: a reply that is not JSON, i.e. something else owns the socket.
             raise self.unreachable(f"{type(exc).__name__}: {exc}") from None
@@ -103,13 +135,14 @@ def extract_section(prompt_text: str, source: str) -> str | None:
 
 # The task prompt.assemble gets when a caller wants the standing sections (pinned context,
 # Team Notes) and no retrieval: no title means no query terms, so the daemon answers with the
-# legacy pair (fallback `no_terms`, one telemetry row under this id).
+# legacy pair (fallback `no_terms`, one telemetry row under this id and the session's agent).
 STANDING_TASK_ID = "minions-standing-context"
 
 
 def standing_prompt(session: Session) -> dict[str, Any]:
-    """prompt.assemble for the standing sections; no agent, so no personal notebook."""
-    params: dict[str, Any] = {"task": {"id": STANDING_TASK_ID}}
+    """prompt.assemble for the standing sections, as the session's agent (its telemetry row
+    names the agent; callers take only the pinned and team-notes sections)."""
+    params: dict[str, Any] = {"task": {"id": STANDING_TASK_ID}, "agent": session.agent}
     if session.project:
         params["project"] = session.project
     return session.call("prompt.assemble", params)

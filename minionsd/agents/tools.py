@@ -1,7 +1,9 @@
 """The MCP tools of SPEC §5.1 as plain data (name, description, input schema, annotations)
 and what each does: check its arguments, make one daemon call, and render readable text
-beside the daemon's JSON result. Recalled text is fenced as in a prompt. No `mcp` import:
-mcp_server.py turns these into SDK objects, and docs/agents.md is checked against them.
+beside structured content. Recalled text is fenced as in a prompt, and the structured content
+is that text plus fields that cannot carry recalled text (structured.py). No `mcp` import:
+the stdio server (mcp_server.py) and the HTTP gateway serve these as they are, and
+docs/agents.md is checked against them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from minionsd.agents import structured
 from minionsd.agents.schema import SchemaError, check
 from minionsd.agents.session import Session, ToolFailure
 from minionsd.text.fence import fence
@@ -92,14 +95,20 @@ def run_context(session: Session, args: dict[str, Any]) -> Result:
         summary = (f"[minionsd: {why} for task {task['id']}; the prompt holds the legacy Team "
                    "Notes and Personal Memory instead, where there are any]")
     body = result["text"] or "(minionsd holds no memory for this task yet.)"
-    return body.rstrip("\n") + "\n\n" + summary, result
+    text = body.rstrip("\n") + "\n\n" + summary
+    shown = {"text": text, "task_id": task["id"], "memory_mode": result["memory_mode"],
+             "retrieval": structured.pick(retrieval, ("mode", "fallback_reason", "candidates",
+                                                      "bytes"))
+             | {"selected": [structured.pick(s, structured.SELECTED_FIELDS)
+                             for s in retrieval.get("selected", [])]}}
+    return text, shown
 
 
 def run_search(session: Session, args: dict[str, Any]) -> Result:
     params = {k: args[k] for k in ("query", "limit", "type", "scope") if args.get(k) is not None}
     params.setdefault("limit", 10)
     result = session.call("memory.search", params)
-    records = [{k: v for k, v in r.items() if k != "body"} for r in result["records"]]
+    records = result["records"]
     lines = []
     for r in records:
         title = r.get("title") or "(untitled)"
@@ -111,12 +120,15 @@ def run_search(session: Session, args: dict[str, Any]) -> Result:
             "memory_get ID shows a record in full.")
     text = head if not records else head + "\n\n" + fence(
         "\n".join(lines), f"memory-search:query={args['query'][:80]}")
-    return text, {"records": records, "total": result["total"]}
+    return text, {"text": text, "records": [structured.record(r) for r in records],
+                  "total": result["total"]}
 
 
 def run_get(session: Session, args: dict[str, Any]) -> Result:
     record = session.call("memory.get", {"id": args["id"]})
-    meta = [f"{record['id']}  [{record['status']}] {record['type']} {record['scope']} "
+    # A scope is `project:<any name>`: shown outside the fence only when it is one plain word.
+    scope = record["scope"] if structured.plain(record["scope"]) else "(scope: see below)"
+    meta = [f"{record['id']}  [{record['status']}] {record['type']} {scope} "
             f"trust={record['trust']}{' pinned' if record.get('pinned') else ''}",
             f"created: {record['created_at']}  updated: {record['updated_at']}"]
     for key in ("superseded_by", "expires_at"):
@@ -124,7 +136,8 @@ def run_get(session: Session, args: dict[str, Any]) -> Result:
             meta.append(f"{key}: {record[key]}")
     # Free text someone wrote (a source string, a retraction reason given through
     # memory_retract by any agent) is evidence like the body: inside the fence.
-    written = [f"source: {record['source']}"]
+    written = [] if structured.plain(record["scope"]) else [f"scope: {record['scope']}"]
+    written.append(f"source: {record['source']}")
     if record.get("retracted_reason"):
         written.append(f"retracted_reason: {record['retracted_reason']}")
     body, title = record["body"], record.get("title")
@@ -132,7 +145,8 @@ def run_get(session: Session, args: dict[str, Any]) -> Result:
     if title and title not in first:  # most bodies open with their title as a heading
         body = f"Title: {title}\n\n{body}"
     fenced = fence("\n".join(written) + "\n\n" + body, f"memory-record:{record['id']}")
-    return "\n".join(meta) + "\n\n" + fenced, record
+    text = "\n".join(meta) + "\n\n" + fenced
+    return text, {"text": text} | structured.record(record)
 
 
 def run_note(session: Session, args: dict[str, Any]) -> Result:
@@ -143,11 +157,13 @@ def run_note(session: Session, args: dict[str, Any]) -> Result:
         params["project"] = session.project
     result = session.call("inbox.submit", params)
     if result["duplicate"]:
-        return (f"Not written: the same note by {session.agent} is already in the inbox "
-                f"({result['path']})."), result
-    return (f"Written to the inbox as {result['path']} (author {session.agent}). It becomes "
-            "searchable once the daemon consolidates it, normally within about two "
-            "minutes."), result
+        text = (f"Not written: the same note by {session.agent} is already in the inbox "
+                f"({result['path']}).")
+    else:
+        text = (f"Written to the inbox as {result['path']} (author {session.agent}). It becomes "
+                "searchable once the daemon consolidates it, normally within about two "
+                "minutes.")
+    return text, {"text": text} | structured.pick(result, ("path", "duplicate", "id"))
 
 
 def run_outcome(session: Session, args: dict[str, Any]) -> Result:
@@ -158,38 +174,55 @@ def run_outcome(session: Session, args: dict[str, Any]) -> Result:
         params["project"] = session.project
     result = session.call("episode.capture", params)
     if result.get("captured"):
-        return f"Recorded the {args['outcome']} of {args['task_id']} as {result['id']}.", result
-    return f"Not recorded: {result.get('reason') or 'the daemon declined'}.", result
+        text = f"Recorded the {args['outcome']} of {args['task_id']} as {result['id']}."
+    else:
+        text = f"Not recorded: {result.get('reason') or 'the daemon declined'}."
+    return text, {"text": text} | structured.pick(result, ("captured", "id"))
 
 
 def run_retract(session: Session, args: dict[str, Any]) -> Result:
     record = session.call("memory.retract", {"id": args["id"], "reason": args["reason"]})
-    return (f"{record['id']} is now {record['status']} (reason: {record['retracted_reason']}); "
-            "it is no longer recalled."), record
+    # The stored reason may be another agent's (a record retracted before): not echoed here;
+    # memory_get shows it, fenced.
+    text = f"{record['id']} is now {record['status']}; it is no longer recalled."
+    return text, {"text": text} | structured.record(record)
 
 
 def run_supersede(session: Session, args: dict[str, Any]) -> Result:
     record = session.call("memory.supersede", {"id": args["id"], "by": args["by"]})
-    return (f"{record['id']} is now {record['status']}, replaced by "
-            f"{record['superseded_by']}."), record
+    text = f"{record['id']} is now {record['status']}, replaced by {record['superseded_by']}."
+    return text, {"text": text} | structured.record(record)
 
 
 def run_kb_list(session: Session, args: dict[str, Any]) -> Result:
     result = session.call("knowledge.list",
                           {"category": args["category"]} if args.get("category") else {})
     entries = result["entries"]
+    shown = [structured.pick(e, structured.ENTRY_FIELDS) for e in entries]
     if not entries:
-        return "The knowledge base has no entries" + (
-            f" in {args['category']}." if args.get("category") else "."), result
+        text = "The knowledge base has no entries" + (
+            f" in {args['category']}." if args.get("category") else ".")
+        return text, {"text": text, "entries": shown}
     listing = "\n".join(f"{e['path']}  {e['updated_at'][:10]}  {e['title']}" for e in entries)
-    return (f"{len(entries)} knowledge entr{'y' if len(entries) == 1 else 'ies'}; "
-            "knowledge_get PATH reads one.\n\n" + fence(listing, "knowledge-list")), result
+    text = (f"{len(entries)} knowledge entr{'y' if len(entries) == 1 else 'ies'}; "
+            "knowledge_get PATH reads one.\n\n" + fence(listing, "knowledge-list"))
+    return text, {"text": text, "entries": shown}
 
 
 def run_kb_get(session: Session, args: dict[str, Any]) -> Result:
     entry = session.call("knowledge.get", {"path": args["path"]})
-    return (f"{entry['path']}  [{entry['category']}]\n\n"
-            + fence(entry["body"], f"knowledge:{entry['path']}")), entry
+    text = knowledge_text(entry)
+    return text, {"text": text} | structured.pick(entry, ("path", "category"))
+
+
+def knowledge_text(entry: dict[str, Any]) -> str:
+    """A knowledge entry as tools and resources show it: its path (when it is a plain word;
+    a hand-made file name can be anything) and the body, fenced."""
+    if structured.plain(entry["path"]):
+        return (f"{entry['path']}  [{entry['category']}]\n\n"
+                + fence(entry["body"], f"knowledge:{entry['path']}"))
+    return f"[{entry['category']}]\n\n" + fence(f"path: {entry['path']}\n\n{entry['body']}",
+                                                 "knowledge:entry")
 
 
 _READ = _annotations(read_only=True, destructive=False, idempotent=True)
@@ -307,3 +340,19 @@ def call_tool(session: Session, name: str, arguments: dict[str, Any] | None) -> 
         raise ToolFailure(f"{name}: {exc}", {"error": {"kind": "bad_argument",
                                                        "field": exc.field,
                                                        "detail": exc.problem}}) from None
+
+
+def answer(session: Session, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """One tool call as an MCP CallToolResult (its wire form); never raises. A refusal or a
+    failure is a tool error (`isError`) with the text the model should see; the structured
+    content is always that text plus safe fields (structured.py)."""
+    try:
+        text, shown = call_tool(session, name, arguments)
+        failed = False
+    except ToolFailure as exc:
+        text, shown, failed = exc.text, {"text": exc.text} | structured.error(exc.data), True
+    except Exception as exc:  # a defect here must not end the session
+        text = f"{name} failed inside minionsd's MCP server: {type(exc).__name__}: {exc}"
+        shown, failed = {"text": text}, True
+    return {"content": [{"type": "text", "text": text}], "structuredContent": shown,
+            "isError": failed}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,35 @@ def _ctl_invocation(args: argparse.Namespace) -> list[str]:
     return [*command, "--home", str(home_of(args))]
 
 
+def _project_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """What project-scope files run (`minionsctl` by name, no path of this machine) and the
+    notes that say what that means here."""
+    if args.socket:
+        raise CommandError("--scope project writes files a team commits, and a socket path "
+                           "belongs to one machine: drop --socket (each teammate's minionsctl "
+                           "then finds its daemon through $MINIONS_HOME, else ~/.minions), or "
+                           "use --scope user")
+    notes = []
+    if shutil.which("minionsctl") is None:
+        notes.append("`minionsctl` is not on PATH here; the project files run it by name, so "
+                     "every teammate (and you) needs it on PATH")
+    default = Path(os.environ.get("MINIONS_HOME") or "~/.minions").expanduser().absolute()
+    if home_of(args) != default:
+        notes.append(f"the project files name no home: sessions here reach {default} unless "
+                     f"MINIONS_HOME={home_of(args)} is set in the agent's environment")
+    return ["minionsctl"], notes
+
+
+def _daemon_warning(args: argparse.Namespace) -> str | None:
+    from minionsd.agents.session import Session
+
+    problem = Session.create(str(home_of(args)), args.socket, "agent", None).problem()
+    if problem is None:
+        return None
+    return (f"{problem} The agent's memory tools will report it as down until it runs: start "
+            f"it with `minionsd --home {home_of(args)}` (or as a service).")
+
+
 def _identity_args(args: argparse.Namespace) -> list[str]:
     words = ["--agent", args.agent] if args.agent else []
     return words + (["--project", args.project] if args.project else [])
@@ -35,11 +65,15 @@ def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[A
 
     if not args.agent:
         args.agent = args.target
+    invocation, notes = (_project_invocation(args) if args.scope == "project"
+                         else (_ctl_invocation(args), []))
     try:
-        result = connect.run(args.target, args.scope, _ctl_invocation(args),
-                             _identity_args(args), args.print_only)
+        result = connect.run(args.target, args.scope, invocation, _identity_args(args),
+                             args.print_only)
     except connect.ConnectError as exc:
         raise CommandError(str(exc)) from None
+    warning = _daemon_warning(args)
+    result["warnings"] = notes + ([warning] if warning else [])
     return result, connect.describe
 
 
@@ -57,6 +91,8 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         return mcp_server.run(session)
+    except SystemExit as stop:  # SIGINT or SIGTERM: 128 + its number
+        return stop.code if isinstance(stop.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return EXIT_OK
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from minionsd import __version__
 from minionsd.clock import Clock, iso, system_clock
 from minionsd.config import Config
+from minionsd.errors import InvalidParams
 from minionsd.home import Home
+from minionsd.memory.filewarn import FileWarnings
 from minionsd.storage.database import Database
 
 if TYPE_CHECKING:  # made by daemon.py: retrieval sits above this layer
@@ -38,6 +40,11 @@ class App:
     login_name: str = ""  # the daemon user's login name (getpass.getuser at the entry point)
     # What retrieval keeps between calls for this database (one per open Database).
     recall_index: RecallIndex | None = None
+    # Hand-edited files read with a warning (not UTF-8), for the log and `status.warnings`.
+    file_warnings: FileWarnings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.file_warnings = FileWarnings(self.home.root, lambda: self.clock())
 
     def now(self):
         return self.clock()
@@ -61,6 +68,21 @@ class App:
         if listed:
             return listed
         return frozenset([self.login_name]) if self.login_name else frozenset()
+
+    def notebook(self, agent: str) -> Path | None:
+        """The agent's notebook path; None when it is a symlink leading out of
+        knowledge/agents/: never followed (SPEC §2), so the notebook is neither read nor
+        written, and the link is named in the log and `status.warnings`."""
+        try:
+            return self.home.notebook(agent)
+        except InvalidParams:
+            link = self.home.agents_dir / f"{agent}.md"
+            if not link.is_symlink():
+                raise
+            self.file_warnings.replaced(link, "a symlink leading out of knowledge/agents/: "
+                                              "never followed, so this notebook is neither "
+                                              "read nor written")
+            return None
 
     def uptime_s(self) -> float:
         return round(time.monotonic() - self.started_monotonic, 3)

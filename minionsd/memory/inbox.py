@@ -38,6 +38,7 @@ from minionsd.text.markdown import (
     readable_slug,
     render_note,
 )
+from minionsd.text.redact import redact
 
 log = structlog.get_logger()
 
@@ -270,7 +271,9 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     date = date_stamp(now)
     slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
         or " ".join(body.split()[:8])
-    name = f"{author}-{readable_slug(slug_source)}-{date}.md"
+    # The name is made from redacted text: slugging lower-cases a token into a shape the
+    # redactor no longer knows, and the name reaches archive paths and every record's source.
+    name = f"{author}-{readable_slug(redact(slug_source))}-{date}.md"
     meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
     if kind in ("finding", "feedback", "alert") or author == "engine":
         meta["agent"] = author

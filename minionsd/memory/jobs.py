@@ -115,7 +115,7 @@ def summarise_notebook(app: App, path: Path, agent: str, now: datetime) -> int |
     """
     cfg = app.config
     cutoff = (now - timedelta(days=cfg["engine.agent_memory_summary_days"])).strftime("%Y-%m-%d")
-    text = read_text(path)
+    text = read_text(path, app.file_warnings)
     if text is None:
         return 0
     header, entries = notebooks.split_entries(text)
@@ -133,7 +133,7 @@ def summarise_notebook(app: App, path: Path, agent: str, now: datetime) -> int |
         title=f"Summary of {len(old)} entries ({dates[0] if dates else '?'} to "
               f"{dates[-1] if dates else '?'})", body=summary, source="retention summary")
     with lock_for(path):
-        current = read_text(path) or ""
+        current = read_text(path, app.file_warnings) or ""
         header, entries = notebooks.split_entries(current)
         if any(e not in entries for e in old):
             return "skipped: notebook changed while summarising"
@@ -144,12 +144,17 @@ def summarise_notebook(app: App, path: Path, agent: str, now: datetime) -> int |
 
 def _trim_notebook(app: App, path: Path, max_entries: int) -> int:
     with lock_for(path):
-        text = read_text(path)
+        text = read_text(path, app.file_warnings)
         if text is None or notebooks.count_entries(text) <= max_entries:
             return 0
         kept, removed = notebooks.trim_entries(text, max_entries)
         atomic_write_text(path, kept)
         return len(removed)
+
+
+def _archived_at(entry: os.DirEntry[str]) -> float:
+    info = entry.stat(follow_symlinks=False)
+    return max(info.st_mtime, info.st_ctime)
 
 
 def _bound_archive(app: App) -> int:
@@ -162,7 +167,10 @@ def _bound_archive(app: App) -> int:
              and e.name != app.home.notes_history.name and not e.name.startswith(".")]
     if len(files) <= limit:
         return 0
-    files.sort(key=lambda e: (e.stat().st_mtime, e.name))
+    # Oldest archived first (SPEC §3.7): archiving stamps a note's mtime, and a rename or the
+    # owner-only chmod stamps its ctime, so a note that waited long in the inbox (or was
+    # archived before mtimes were stamped) is not taken for an old one.
+    files.sort(key=lambda e: (_archived_at(e), e.name))
     doomed = files[: len(files) - limit]
     for entry in doomed:
         os.unlink(entry.path)

@@ -26,7 +26,7 @@ from minionsd.home import KB_CATEGORIES
 from minionsd.memory import knowledge, llm
 from minionsd.memory.app import App
 from minionsd.memory.identity import author_trust, declared_author
-from minionsd.storage import kb_index, records
+from minionsd.storage import journal, kb_index, records
 from minionsd.text.markdown import FrontMatterError, parse_note
 
 log = structlog.get_logger()
@@ -47,7 +47,7 @@ def _soft_delete(app: App, path: Path, reason: str, now: datetime) -> str:
     while target.exists():
         target = swept / f"{path.stem}-{counter}{path.suffix}"
         counter += 1
-    text = path.read_text(encoding="utf-8")
+    text = knowledge.read_entry_text(path, app.file_warnings) or ""
     create_new_text(target, f"<!-- swept: {iso(now)} | reason: {reason} -->\n{text}")
     path.unlink()
     app.db.write_blocking(kb_index.forget_file, app.home.rel(path), f"swept: {reason}", now)
@@ -63,10 +63,11 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _read_entry(path: Path) -> tuple[dict[str, Any], str, str] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+def _read_entry(app: App, path: Path) -> tuple[dict[str, Any], str, str] | None:
+    """(front matter, body, text) of an entry; None when it cannot be opened. Never through
+    a symlink; bytes that are not UTF-8 are read as U+FFFD, with a warning (SPEC §2)."""
+    text = knowledge.read_entry_text(path, app.file_warnings)
+    if text is None:
         return None
     try:
         meta, body = parse_note(text)
@@ -93,30 +94,46 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
     """
     rel = app.home.rel(path)
     with _KB_SYNC:
-        if not path.is_file():
+        if not knowledge.is_own_file(app.home, path) and path.is_file() \
+                and not path.is_symlink():
+            # A regular file in a directory that leads out of the home (a linked knowledge/
+            # or category directory): never followed, and not taken for deleted either (its
+            # record may be one minionsd itself just wrote there).
+            app.file_warnings.replaced(path, "in a directory that leads out of the home: "
+                                             "never followed, so not brought into SQL")
+            return "unreadable"
+        if not knowledge.is_own_file(app.home, path):
+            # A symlink (to anywhere) is never followed, as the sweep never follows one: the
+            # path counts as gone, so a record it fed before stops being fed.
+            app.file_warnings.forget(path)
             known = app.db.read_blocking(kb_index.known_files)
             if rel not in known:
                 return "unchanged"
             app.db.write_blocking(kb_index.forget_file, rel,
                                   "file deleted from the knowledge base", now)
             return "removed"
-        parsed = _read_entry(path)
+        parsed = _read_entry(app, path)
         if parsed is None:
             return "unreadable"
         meta, _body, text = parsed
         report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
-        known = app.db.read_blocking(kb_index.known_files)
-        _import_entry(app, path, meta, text, known, now, report, defer_unlinked=True)
+        _import_entry(app, path, meta, text, now, report)
         return next((k for k, v in report.items() if v), "unchanged")
 
 
 def _kb_sweep(app: App, now: datetime) -> Report:
-    report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "duplicates_swept": [],
-                      "pinned_skipped": 0, "unreadable": [], "missing_files": [],
-                      "llm": "disabled"}
+    report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0,
+                      "duplicates_swept": [], "pinned_skipped": 0, "unreadable": [],
+                      "missing_files": [], "llm": "disabled"}
     entries = []
+    # Entries a running batch is writing are its own to link (checked again per file, in
+    # the writer); they take no part in duplicate sweeping either.
+    busy = app.db.read_blocking(journal.kb_paths_in_open_batches)
     for path in knowledge.entry_paths(app.home):
         rel = app.home.rel(path)
+        if rel in busy:
+            report["deferred"] += 1
+            continue
         if not _is_utf8(rel):
             # SQLite text is UTF-8: a name the file system holds as other bytes cannot be
             # indexed. Skipped and reported by a readable name; every other file goes on.
@@ -124,7 +141,7 @@ def _kb_sweep(app: App, now: datetime) -> Report:
             log.warning("jobs.kb_unreadable", path=shown, reason="file name is not valid UTF-8")
             report["unreadable"].append(shown)
             continue
-        parsed = _read_entry(path)
+        parsed = _read_entry(app, path)
         if parsed is None:
             report["unreadable"].append(app.home.rel(path))
             continue
@@ -134,9 +151,10 @@ def _kb_sweep(app: App, now: datetime) -> Report:
         survivors = _llm_plan_pass(app, survivors, now, report)
     known = app.db.read_blocking(kb_index.known_files)
     for path, meta, _body, text in survivors:
-        _import_entry(app, path, meta, text, known, now, report)
+        _import_entry(app, path, meta, text, now, report)
     on_disk = {app.home.rel(p) for p, *_ in survivors}
-    report["missing_files"] = sorted(rel for rel in known if rel not in on_disk)
+    report["missing_files"] = sorted(rel for rel in known
+                                     if rel not in on_disk and rel not in busy)
     report["pinned_skipped"] = sum(1 for _, meta, _, _ in survivors if meta.get("pinned") is True)
     report["swept_pruned"] = prune_swept(app, now)
     return report
@@ -258,49 +276,44 @@ def _plan_moves(plan: dict[str, Any], size: int) -> dict[int, str]:
     return moves
 
 
-def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str,
-                  known: dict[str, tuple[str, str | None]], now: datetime,
-                  report: Report, defer_unlinked: bool = False) -> None:
-    """Import or update one file's record. With `defer_unlinked`, an entry consolidation
-    wrote whose note record is not in SQL yet is left alone (the batch is still running)."""
+def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: datetime,
+                  report: Report) -> None:
+    """Import or update one file's record (SPEC §3.7, one file, one record).
+
+    Everything is decided inside the writer's transaction, against the file's link as it is
+    then: a file an open batch is writing is skipped (the batch links it to its record
+    itself), and an `entry_id` binds only to a record no other file owns."""
     rel = app.home.rel(path)
     digest = knowledge.sha256(text)
-    previous = known.get(rel)
-    if previous is not None and previous[0] == digest:
-        report["unchanged"] += 1
-        return
     # A hand-added file is rated by the author its front matter names, like an inbox note.
     trust = author_trust(declared_author(meta), app.human_authors())
     fields = knowledge.record_fields(rel, text, trust=trust, author=None)
+    entry_id = meta.get("entry_id") if isinstance(meta.get("entry_id"), str) else None
 
     def sync(conn: Any) -> str:
+        previous = kb_index.known_file(conn, rel)
+        if previous is not None and previous[0] == digest:
+            return "unchanged"
+        if previous is None and rel in journal.kb_paths_in_open_batches(conn):
+            return "deferred"
         record_id = previous[1] if previous else None
-        if record_id is None and isinstance(meta.get("entry_id"), str):
+        if record_id is None and entry_id is not None:
             # Written by consolidation: the note's record already exists; link, don't copy.
-            record_id = kb_index.record_for_entry(conn, meta["entry_id"])
-            if record_id is not None and previous is None:
+            record_id = kb_index.record_for_entry(conn, entry_id, rel)
+            if record_id is not None:
                 kb_index.link_file(conn, rel, digest, record_id, now)
-                current = kb_index.record_body(conn, record_id)
-                if current is None or current == fields["body"]:
-                    return "linked"
-                # Edited by hand before it was first linked: the record follows the file.
-                records.update_content(conn, record_id, fields["title"], fields["body"], now)
-                return "updated"
-            if record_id is None and defer_unlinked:
-                return "deferred"
+                if kb_index.record_body(conn, record_id) == fields["body"]:
+                    return "unchanged"
         if record_id is None:
             knowledge.insert_record(conn, rel, text, fields, now)
             return "imported"
+        # Edited by hand: the record follows the file.
         records.update_content(conn, record_id, fields["title"], fields["body"], now)
         kb_index.link_file(conn, rel, digest, record_id, now)
         return "updated"
 
     outcome = app.db.write_blocking(sync)
-    if outcome == "deferred":
-        report["deferred"] = report.get("deferred", 0) + 1
-        return
-    report["imported" if outcome == "imported" else
-           "updated" if outcome == "updated" else "unchanged"] += 1
+    report[outcome] = report.get(outcome, 0) + 1
 
 
 def prune_swept(app: App, now: datetime) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from minionsd.clock import date_stamp, iso
 from minionsd.errors import InvalidParams, NotFound
-from minionsd.fileio import create_new_text
+from minionsd.fileio import ReadWarnings, create_new_text, decode_lenient
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.memory.consolidate import classify
 from minionsd.memory.inbox import check_author
@@ -88,8 +88,12 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
     return {
         "type": "semantic", "scope": f"project:{project}" if project else "global",
         "trust": trust,
-        "title": redact((title or first_heading(body) or Path(rel).stem)[:500]),
-        "body": redact(body.strip() or text), "source": rel,
+        # A hand-made file name may hold a token between dashes, where redact() alone does
+        # not see one: the name a prompt shows (source, a title from the stem) is redacted
+        # as a dropped note's name is; the file keeps its path (kb_files binds by it).
+        "title": redact((title or first_heading(body)
+                         or classify.redacted_name(Path(rel).stem))[:500]),
+        "body": redact(body.strip() or text), "source": classify.redacted_name(rel),
         "author": author or (str(meta["author"]) if meta.get("author") else None),
         "project": project, "agent": None, "task": None, "pr": None, "paths": [],
         "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,
@@ -99,32 +103,67 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
 
 def insert_record(conn: sqlite3.Connection, rel: str, text: str, fields: dict[str, Any],
                   now: datetime) -> str:
-    record_id, _ = records.upsert_by_hash(conn, fields, f"kb:{rel}", now)
+    """The record of a file SQL has no link for: a new one, or the active record that still
+    holds the path's content hash (its file was deleted and is back before the watcher saw
+    the deletion), which then takes this text."""
+    record_id, created = records.upsert_by_hash(conn, fields, kb_index.fresh_hash(conn, rel),
+                                                now)
+    if not created and kb_index.record_body(conn, record_id) != fields["body"]:
+        records.update_content(conn, record_id, fields["title"], fields["body"], now)
     kb_index.link_file(conn, rel, sha256(text), record_id, now)
     return record_id
+
+
+def is_own_file(home: Home, path: Path) -> bool:
+    """True for a regular file (not a symlink) that really lies inside the home: no symlink
+    on the way (a linked category directory) leads out of it (SPEC §2)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    root = os.path.realpath(home.root)
+    return os.path.realpath(path).startswith(root + os.sep)
 
 
 def entry_paths(home: Home, category: str | None = None) -> list[Path]:
     categories = [category] if category else list(KB_CATEGORIES)
     paths = []
+    root = os.path.realpath(home.root) + os.sep
     for cat in categories:
         directory = home.category_dir(cat)
-        if directory.is_dir():
+        if directory.is_dir() and not directory.is_symlink() \
+                and os.path.realpath(directory).startswith(root):
             paths += [directory / e.name for e in os.scandir(directory)
                       if e.name.endswith(".md") and not e.name.startswith(".")
                       and e.is_file(follow_symlinks=False)]
     return paths
 
 
-def list_entries(home: Home, category: object = None) -> dict[str, Any]:
+def read_entry_text(path: Path, warnings: ReadWarnings | None = None) -> str | None:
+    """An entry's text, never through a symlink (O_NOFOLLOW); None when it cannot be opened.
+    Bytes that are not UTF-8 are read as U+FFFD and `warnings` hears of it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read()
+        except OSError:
+            return None
+    return decode_lenient(data, path, warnings)
+
+
+def list_entries(home: Home, category: object = None,
+                 warnings: ReadWarnings | None = None) -> dict[str, Any]:
     if category is not None and not isinstance(category, str):
         raise InvalidParams("'category' must be a string", param="category")
     entries = []
     for path in entry_paths(home, category):
         try:
             info = path.stat()
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        except OSError:
+            continue
+        text = read_entry_text(path, warnings)
+        if text is None:
             continue
         entries.append({"path": home.rel(path), "category": path.parent.name,
                         "title": _title(text, path),
@@ -145,19 +184,19 @@ def _title(text: str, path: Path) -> str:
     return str(title) if title else first_heading(body) or path.stem
 
 
-def get_entry(home: Home, rel: object) -> dict[str, Any]:
+def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None) -> dict[str, Any]:
     path = safe_relative(home.root, rel, "path")
     parts = Path(str(rel)).parts
     if len(parts) != 3 or parts[0] != "knowledge" or parts[1] not in KB_CATEGORIES \
             or not parts[2].endswith(".md"):
         raise InvalidParams("'path' must look like knowledge/<category>/<name>.md",
                             param="path")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NotFound(f"no knowledge entry at {rel}", path=rel) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidParams(f"cannot read {rel}: {exc}", param="path") from None
+    if not path.exists() and not path.is_symlink():
+        raise NotFound(f"no knowledge entry at {rel}", path=rel)
+    text = read_entry_text(path, warnings) if is_own_file(home, path) else None
+    if text is None:
+        raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
+                            "symlink is never followed)", param="path")
     try:
         _meta, body = parse_note(text)
     except FrontMatterError:

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from minionsd.clock import date_stamp
 from minionsd.errors import InvalidParams
-from minionsd.fileio import atomic_write_text, lock_for, read_text
+from minionsd.fileio import ReadWarnings, atomic_write_through, lock_for, read_text
 from minionsd.home import Home
 
 PINNED_HEADER = "# Pinned Context\n\nCritical notes visible to all agents."
@@ -32,15 +32,15 @@ def _check_text(text: object, allow_empty: bool) -> str:
     return text
 
 
-def get(home: Home) -> dict[str, object]:
-    text = read_text(home.pinned) or ""
+def get(home: Home, warnings: ReadWarnings | None = None) -> dict[str, object]:
+    text = read_text(home.pinned, warnings) or ""
     return {"text": text, "code_units": code_units(text)}
 
 
 def set_text(home: Home, text: object) -> dict[str, int]:
     value = _check_text(text, allow_empty=True)
     with lock_for(home.pinned):
-        atomic_write_text(home.pinned, value)
+        atomic_write_through(home.pinned, value)
     return {"code_units": code_units(value)}
 
 
@@ -52,14 +52,15 @@ def render_entry(text: str, now: datetime) -> str:
     return f"\n\n### {title}\n\n{content}\n\n*Pinned by human on {date_stamp(now)}*"
 
 
-def append(home: Home, text: object, now: datetime) -> dict[str, int]:
+def append(home: Home, text: object, now: datetime,
+           warnings: ReadWarnings | None = None) -> dict[str, int]:
     value = _check_text(text, allow_empty=False)
     with lock_for(home.pinned):
-        current = read_text(home.pinned)
+        current = read_text(home.pinned, warnings)
         base = current.rstrip("\n") if current and current.strip() else PINNED_HEADER
         updated = base + render_entry(value, now) + "\n"
         if len(updated.encode("utf-8", "surrogatepass")) > MAX_PINNED_BYTES:
             raise InvalidParams(f"pinned.md would exceed {MAX_PINNED_BYTES} bytes",
                                 param="text")
-        atomic_write_text(home.pinned, updated)
+        atomic_write_through(home.pinned, updated)
     return {"code_units": code_units(updated)}

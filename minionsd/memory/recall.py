@@ -184,12 +184,15 @@ def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections = []
-    team = prompt.team_notes_section(read_text(app.home.notes), cfg["engine.team_notes_max_bytes"],
+    team = prompt.team_notes_section(read_text(app.home.notes, app.file_warnings),
+                                     cfg["engine.team_notes_max_bytes"],
                                      fence_max)
     if team is not None:
         sections.append(team)
     if agent is not None and has_notebook(agent, cfg.agents):
-        personal = prompt.personal_section(read_text(app.home.notebook(agent)), agent,
+        path = app.notebook(agent)
+        notebook = read_text(path, app.file_warnings) if path is not None else None
+        personal = prompt.personal_section(notebook, agent,
                                            cfg["engine.personal_memory_max_bytes"], fence_max)
         if personal is not None:
             sections.append(personal)
@@ -201,7 +204,8 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections: list[prompt.Section] = []
-    pinned = prompt.pinned_section(read_text(app.home.pinned), cfg["engine.pinned_max_code_units"],
+    pinned = prompt.pinned_section(read_text(app.home.pinned, app.file_warnings),
+                                   cfg["engine.pinned_max_code_units"],
                                    fence_max)
     if pinned is not None:
         sections.append(pinned)

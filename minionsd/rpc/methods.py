@@ -16,6 +16,7 @@ from minionsd.memory.app import RESTART_KEYS, App
 from minionsd.rpc.protocol import Handler
 from minionsd.storage import record_fields, records
 from minionsd.text.redact import redact
+from minionsd.text.redact_prefix import redact_prefix
 
 _ADD_OPTIONAL = frozenset({"title", "author", "project", "agent", "task", "pr", "paths", "tags",
                            "importance", "confidence", "expires_at", "created_at", "meta"})
@@ -128,7 +129,9 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_retract(id: Any, reason: Any) -> dict[str, Any]:
         if isinstance(reason, str):  # an agent tool writes it: redacted like a note
-            reason = redact(reason)
+            # Only the stored part (records.REASON_MAX) is redacted: a megabyte of reason took
+            # seconds, and `re` holds the GIL, so a thread alone would stall the loop as well.
+            reason = redact_prefix(reason, records.REASON_MAX)
         return await app.db.write(records.retract, _require_str(id, "id"), reason, app.now())
 
     async def memory_supersede(id: Any, by: Any) -> dict[str, Any]:

@@ -33,19 +33,22 @@ class KnowledgeSurface(Surface):
             return await run_in_daemon_thread(self._create, params, name="kb-create")
 
         async def knowledge_list(category: Any = None) -> dict[str, Any]:
-            return await run_in_daemon_thread(knowledge.list_entries, app.home, category)
+            return await run_in_daemon_thread(knowledge.list_entries, app.home, category,
+                                              app.file_warnings)
 
         async def knowledge_get(path: Any) -> dict[str, Any]:
-            return await run_in_daemon_thread(knowledge.get_entry, app.home, path)
+            return await run_in_daemon_thread(knowledge.get_entry, app.home, path,
+                                              app.file_warnings)
 
         async def pinned_get() -> dict[str, Any]:
-            return await run_in_daemon_thread(pinned.get, app.home)
+            return await run_in_daemon_thread(pinned.get, app.home, app.file_warnings)
 
         async def pinned_set(text: Any) -> dict[str, Any]:
             return await run_in_daemon_thread(pinned.set_text, app.home, text)
 
         async def pinned_append(text: Any) -> dict[str, Any]:
-            return await run_in_daemon_thread(pinned.append, app.home, text, app.now())
+            return await run_in_daemon_thread(pinned.append, app.home, text, app.now(),
+                                              app.file_warnings)
 
         return {"knowledge.create": knowledge_create, "knowledge.list": knowledge_list,
                 "knowledge.get": knowledge_get, "pinned.get": pinned_get,

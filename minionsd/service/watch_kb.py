@@ -5,8 +5,9 @@ notes which entry paths were touched. After `DEBOUNCE_S` without further events 
 paths are handed, one by one, to `kb_sweep.sync_kb_file`, the KB sweep's code for a single file,
 so an editor's burst of writes costs one import. Notebooks (knowledge/agents/), knowledge/_swept/,
 hidden, temporary and non-`.md` files are ignored. The daemon's own writes need no special
-case: syncing a file SQL already matches changes nothing, and an entry consolidation is still
-writing is left to the batch. The scheduled sweep remains the safety net for missed events.
+case: syncing a file SQL already matches changes nothing, and an entry an open consolidation
+batch is writing is left to the batch (which links it to the note's record) and looked at again
+a few seconds later. The scheduled sweep remains the safety net for missed events.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 DEBOUNCE_S = 0.5
+DEFER_RETRY_S = 5.0  # how soon an entry a batch was writing is looked at again
 
 
 class _Touched(FileSystemEventHandler):
@@ -55,6 +57,8 @@ class KnowledgeWatcher(ObservedDirectory):
         self._pending: set[Path] = set()
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task | None = None
+        self._deferred: set[Path] = set()  # entries an open batch was writing (see _defer)
+        self._retry: asyncio.TimerHandle | None = None
         self.synced = 0
 
     def entry_path(self, path: Path) -> bool:
@@ -101,8 +105,24 @@ class KnowledgeWatcher(ObservedDirectory):
                 log.exception("kb_watch.sync_failed", path=self.app.home.rel(path))
                 continue
             self.synced += 1
+            if outcome == "deferred":
+                log.info("kb_watch.deferred", path=self.app.home.rel(path))
+                self._defer(path)
             if outcome not in ("unchanged", "deferred"):
                 log.info("kb_watch.synced", path=self.app.home.rel(path), outcome=outcome)
+
+    def _defer(self, path: Path) -> None:
+        """An open batch is writing `path` and links it itself; look again a little later, so
+        an edit made meanwhile still reaches SQL once the batch is done."""
+        self._deferred.add(path)
+        if self._retry is None and self._loop is not None:
+            self._retry = self._loop.call_later(DEFER_RETRY_S, self._look_again)
+
+    def _look_again(self) -> None:
+        self._retry = None
+        paths, self._deferred = self._deferred, set()
+        for path in paths:
+            self.touched(path)
 
     def _directory(self) -> Path:
         return self.app.home.root / "knowledge"
@@ -119,6 +139,8 @@ class KnowledgeWatcher(ObservedDirectory):
         observer = self._detach()
         if self._timer is not None:
             self._timer.cancel()
+        if self._retry is not None:
+            self._retry.cancel()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._task, 5)

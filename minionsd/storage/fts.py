@@ -180,11 +180,15 @@ def counts_length(stored: str) -> int | None:
     return int(header[1])
 
 
+Derived = tuple[str, str, int, str | None, str, str, str]
+
+
 def derived_after(conn: sqlite3.Connection, seq: int, missing_only: bool,
-                  chunk: int) -> tuple[int | None, list[tuple[str, str, int]]]:
+                  chunk: int) -> tuple[int | None, list[Derived]]:
     """The next `chunk` records after `seq` (only those without stored counts with
-    `missing_only`): (the last seq read or None, [(search_aux, term_counts, seq)] for those
-    whose derived columns differ from what the indexing rules give now)."""
+    `missing_only`): (the last seq read or None, [(search_aux, term_counts, seq, title, body,
+    paths, tags)] for those whose derived columns differ from what the indexing rules give
+    now). The inputs ride along so `update_derived` can tell a row written meanwhile."""
     where = "seq > ? AND term_counts IS NULL" if missing_only else "seq > ?"
     rows = plain_cursor(conn).execute(
         "SELECT seq, title, body, paths, tags, search_aux, term_counts "
@@ -194,13 +198,16 @@ def derived_after(conn: sqlite3.Connection, seq: int, missing_only: bool,
         aux = ftsquery.index_aux_text(title, body, json.loads(paths), json.loads(tags))
         counts = term_counts(conn, title, body, aux)
         if aux != old_aux or counts != old_counts:
-            changed.append((aux, counts, row_seq))
+            changed.append((aux, counts, row_seq, title, body, paths, tags))
     return (rows[-1][0] if rows else None), changed
 
 
-def update_derived(conn: sqlite3.Connection, changed: list[tuple[str, str, int]]) -> None:
-    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ?",
-                     changed)
+def update_derived(conn: sqlite3.Connection, changed: list[Derived]) -> None:
+    """Store derived columns computed off the writer, only where the row still has the title,
+    body, paths and tags they were computed from (a row edited since keeps what its writer
+    stored)."""
+    conn.executemany("UPDATE memory_records SET search_aux = ?, term_counts = ? WHERE seq = ? "
+                     "AND title IS ? AND body = ? AND paths = ? AND tags = ?", changed)
 
 
 # --- statistics ------------------------------------------------------------------------------

@@ -71,6 +71,14 @@ def names_in_open_batches(conn: sqlite3.Connection) -> set[str]:
            WHERE b.state = 'open' AND n.done = 0""")}
 
 
+def kb_paths_in_open_batches(conn: sqlite3.Connection) -> set[str]:
+    """KB entry paths an open (running or interrupted) batch has chosen: the batch writes
+    those files and links them to its records itself."""
+    return {r[0] for r in conn.execute(
+        """SELECT n.kb_path FROM batch_notes n JOIN batches b ON b.id = n.batch_id
+           WHERE b.state = 'open' AND n.kb_path IS NOT NULL""")}
+
+
 def latest_content(conn: sqlite3.Connection, name: str) -> str | None:
     """The text most recently journalled for a note called `name` (any batch), or None."""
     row = conn.execute("SELECT content FROM batch_notes WHERE name = ? "

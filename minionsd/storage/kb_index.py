@@ -10,6 +10,7 @@ knowledge.py and purge.py; each function here takes a connection inside their re
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import datetime
 
@@ -55,14 +56,52 @@ def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime) -> No
                      (new, iso(now), row["record_id"]))
 
 
-def record_for_entry(conn: sqlite3.Connection, entry_id: str) -> str | None:
-    """The id of the record whose content hash starts with a consolidated entry's id (the
-    note record consolidation wrote for the entry), or None. LIKE wildcards in the id are
-    dropped, not matched."""
-    pattern = entry_id.replace("%", "").replace("_", "") + "%"
-    row = conn.execute("SELECT id FROM memory_records WHERE content_hash LIKE ?",
-                       (pattern,)).fetchone()
-    return row["id"] if row else None
+def known_file(conn: sqlite3.Connection, rel: str) -> tuple[str, str | None] | None:
+    """(sha256, record id or None) of one known KB file, or None when it is not known."""
+    row = conn.execute("SELECT sha256, record_id FROM kb_files WHERE path = ?",
+                       (rel,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+_ENTRY_ID_RE = re.compile(r"[0-9a-f]{16}")
+
+
+def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str) -> str | None:
+    """The active record a consolidated entry's `entry_id` names, when `rel` may bind to it.
+
+    The id must be a whole entry id (16 hex digits, the first 16 of the note's content hash):
+    an empty or partial id binds nothing. The record must not belong to another file: neither
+    linked to another path nor with another knowledge path as its source, so a copied entry
+    (a template) becomes a record of its own instead of taking the original's over.
+    """
+    if not _ENTRY_ID_RE.fullmatch(entry_id):
+        return None
+    rows = conn.execute(
+        """SELECT id, source FROM memory_records WHERE content_hash >= ? AND content_hash < ?
+           AND status = 'active' LIMIT 2""", (entry_id, entry_id + "g")).fetchall()
+    if len(rows) != 1:
+        return None
+    record_id, source = rows[0][0], rows[0][1]
+    if source and source.startswith("knowledge/") and source != rel:
+        return None
+    other = conn.execute("SELECT 1 FROM kb_files WHERE record_id = ? AND path != ?",
+                         (record_id, rel)).fetchone()
+    return None if other else record_id
+
+
+def fresh_hash(conn: sqlite3.Connection, rel: str) -> str:
+    """The content hash for a new record of KB file `rel`: `kb:<rel>`, unless a record that
+    is no longer active holds it (the file was deleted, swept or its record retracted, and
+    the path is back): then `kb:<rel>#2`, `#3`, ... so the new content gets an active record
+    of its own. An active record holding the hash is reused (its link was lost)."""
+    base, n = f"kb:{rel}", 1
+    while True:
+        candidate = base if n == 1 else f"{base}#{n}"
+        row = conn.execute("SELECT status FROM memory_records WHERE content_hash = ?",
+                           (candidate,)).fetchone()
+        if row is None or row[0] == "active":
+            return candidate
+        n += 1
 
 
 def record_body(conn: sqlite3.Connection, record_id: str) -> str | None:

@@ -29,6 +29,7 @@ from minionsd.storage.record_fields import (
 from minionsd.text import ftsquery
 
 MAX_SEARCH_LIMIT = 500
+REASON_MAX = 1000  # characters of a retraction reason that are stored
 
 _JSON_COLUMNS = ("paths", "tags", "meta")
 _WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
@@ -297,7 +298,8 @@ def retract(conn: sqlite3.Connection, record_id: str, reason: object,
     if record["status"] == "retracted":
         raise InvalidState(f"record {record_id} is already retracted "
                            f"({record['retracted_reason']})", id=record_id)
-    _touch(conn, record_id, now, status="retracted", retracted_reason=reason[:1000], pinned=0)
+    _touch(conn, record_id, now, status="retracted", retracted_reason=reason[:REASON_MAX],
+           pinned=0)
     return fetch(conn, record_id, now)
 
 

@@ -82,6 +82,20 @@ PATTERNS: tuple[Pattern, ...] = (
         needles=("hooks.slack.com",),
     ),
     _p(
+        "yaml_block_secret",
+        "YAML block scalar under a key named for a secret (`password: |`, "
+        "`aws_secret_access_key: >-`, `api_token: |2`): every line of the block goes, and the "
+        "key keeps a one-line block holding the marker, so the YAML still parses",
+        r"(?m)(?P<head>^(?P<indent>[ \t]*)(?P<dash>-[ \t]+)?(?P<q>[\"']?)" + g.KEY
+        + r"(?=(?P=q)[ \t]*:[ \t]*[|>])"
+        + "(?:" + "|".join((g.PASSWORD_KEYS, g.SECRET_KEYS, g.AWS_SECRET_KEYS, g.OTHER_KEYS))
+        + r")(?P=q)[ \t]*:[ \t]*)" + g.BLOCK_INDICATOR + r"[ \t]*(?:#[^\n]*)?\r?\n"
+        + g.BLOCK_LINES,
+        "\\g<head>|\n\\g<inner>{marker}\n",
+        re.IGNORECASE,
+        needles=("|", ">"),
+    ),
+    _p(
         "webhook_url",
         "Discord or Microsoft Teams webhook URL (the URL is the credential)",
         r"https://(?:(?:canary\.|ptb\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/"

@@ -57,6 +57,17 @@ _SEPARATOR = r"[ \t]*(?::=|=>|=|:)"
 ASSIGN = rf"(?P<closer>{_CLOSER})?{_SEPARATOR}[ \t]*"
 # Where a bare value ends.
 BARE_END = r"(?=[\s\"'`&,;<>)\]}]|$)"
+# A YAML block scalar's indicator (`key: |`, `key: >-`, `key: |2`) ending its line: the value
+# is on the indented lines below, never the indicator itself.
+BLOCK_INDICATOR = r"[|>][0-9+-]{0,2}(?=[ \t]*(?:#[^\n]*)?(?:\r?\n|\Z))"
+# A block scalar's lines: each indented deeper than the key (`indent` is the line's own
+# indentation; after a list item's `- `, in group `dash`, the key sits two columns further),
+# blank lines between them included; `inner` is the first line's indentation. Possessive: each
+# line is tried once.
+_DEEPER = r"(?P=indent)(?(dash)[ \t]{2}[ \t]++|[ \t]++)"
+_BLOCK_LINE = r"[^\s][^\n]*+(?:\n|\Z)"
+BLOCK_LINES = (rf"(?:[ \t]*\r?\n)*+(?P<inner>{_DEEPER}){_BLOCK_LINE}"
+               rf"(?:(?:[ \t]*\r?\n)*+{_DEEPER}{_BLOCK_LINE})*+")
 # What is not a literal secret, even after a secret-named key:
 #   a reference ($VAR, ${VAR}, $(cmd), %VAR%, {{ template }}), a placeholder (<your-token>,
 #   xxxx, ****, ..., your_api_key_here), and - unquoted only - code: a call or subscript
@@ -91,6 +102,7 @@ _NOT_LITERAL = (
     rf"{NOT_MARKER_BODY}|{REFERENCE}|{PLACEHOLDER}{BARE_END}|{CODE}"
     r"|(?:null|none|true|false|nil|undefined)\b" + rf"|{FETCH_MODE}\b"
     r"|[{\[]|![A-Za-z]"  # a YAML/JSON structure opens, or a YAML tag (!vault, !Ref)
+    rf"|{BLOCK_INDICATOR}"  # a YAML block scalar: its lines are yaml_block_secret's
 )
 NOT_LITERAL_BARE = rf"(?!{_NOT_LITERAL}|{PROSE})"
 # A value: double-quoted (JSON escapes allowed), single-quoted, or one bare word. A quote left

@@ -66,6 +66,9 @@ def test_bench_quick_prints_every_section():
         r"^== 4b\. watch latency: ",
         r"^   \[settled\] ",
         r"^   \[burst\] ",
+        # 6. minionsctl mcp start-up
+        r"^== 6\. minionsctl mcp: process start -> initialize answered \(3 starts",
+        r"^   p50 \d+ ms, p90 \d+ ms, max \d+ ms",
         r"^== done in \d+ s",
     ]
     missing = [pattern for pattern in expected if not re.search(pattern, out, re.MULTILINE)]
@@ -73,6 +76,7 @@ def test_bench_quick_prints_every_section():
     # Each watch scenario saw its probe note archived and searchable (no timing checked).
     assert len(re.findall(r"^     archived & searchable p50 .*missed 0\)$", out,
                           re.MULTILINE)) == 2, out
-    # Every daemon the bench started (records, consolidation, watch) exited 0 on SIGTERM.
-    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 3, out
+    # Every daemon the bench started (records, consolidation, watch, mcp-start) exited 0 on
+    # SIGTERM.
+    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 4, out
     assert "Traceback" not in err, err

@@ -160,7 +160,8 @@ def test_claude_code_project_scope_and_print(tmp_path):
     printed = ok(connect("--home", "/srv/minions", "connect", "claude-code", "--scope",
                          "project", "--print", home=tmp_path, cwd=project))
     assert f"# {project / '.mcp.json'} (would create): mcpServers.minions" in printed
-    assert "nothing was written" in printed and '"/srv/minions"' in printed
+    assert "nothing was written" in printed and "/srv/minions" not in printed.split(
+        "# nothing was written")[0].split("warning:")[0]
     assert not (project / ".mcp.json").exists() and not (project / ".claude").exists()
     out = ok(connect("--home", "/srv/minions", "connect", "claude-code", "--scope", "project",
                      home=tmp_path, cwd=project))
@@ -245,3 +246,48 @@ def test_cursor_through_a_symlink_and_a_broken_file(tmp_path):
     assert broken.read_text() == '{"hooks": {},,}' and not backups(broken)
     assert json.loads((tmp_path / ".claude.json").read_text()) == CLAUDE_JSON
     assert not backups(tmp_path / ".claude.json")
+
+
+def test_connect_warns_when_no_daemon_answers_on_the_home(tmp_path, daemon):
+    out = ok(connect("--home", str(tmp_path / "no-daemon"), "connect", "cursor", home=tmp_path))
+    sock = tmp_path / "no-daemon" / "engine" / "minionsd.sock"
+    assert f"warning: minionsd is not running: there is no socket at {sock}" in out
+    assert f"minionsd --home {tmp_path / 'no-daemon'}" in out
+    running = ok(connect("--home", str(daemon.home), "connect", "codex", home=tmp_path))
+    assert "warning" not in running
+
+
+def test_project_scope_files_can_be_committed_and_work_for_a_teammate(tmp_path, daemon):
+    """No path of this machine in the files, modes a team can read, and the entries work for
+    someone whose minionsctl is on PATH and whose home is $MINIONS_HOME."""
+    daemon.call("memory.add", body="Card numbers are masked by mask_pan() in billing/pan.py.",
+                type="semantic", scope="global", trust="human", source="test")
+    project = tmp_path / "payments"
+    project.mkdir()
+    bin_dir = str(Path(sys.executable).parent)
+    path = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    for target in ("claude-code", "codex", "cursor"):
+        out = ok(connect("--home", str(daemon.home), "connect", target, "--scope", "project",
+                         home=tmp_path, cwd=project, PATH=path))
+        assert "MINIONS_HOME=" in out  # the daemon's home is not the default one: says so
+    written = [project / ".mcp.json", project / ".claude" / "settings.json",
+               project / ".codex" / "config.toml", project / ".cursor" / "mcp.json"]
+    for file in written:
+        text = file.read_text()
+        assert str(tmp_path) not in text and bin_dir not in text and sys.executable not in text
+        assert file.stat().st_mode & 0o777 == 0o644, file
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["minions"]
+    assert entry["command"] == "minionsctl"
+    assert entry["args"] == ["mcp", "--agent", "claude-code"]
+    hooks = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+    command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command == "minionsctl hook claude-code user-prompt --agent claude-code"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIONS_")}
+    env.update(PATH=path, MINIONS_HOME=str(daemon.home))
+    done = subprocess.run(["sh", "-c", command], text=True, capture_output=True, timeout=60,
+                          input=json.dumps({"session_id": "s1", "prompt": "card numbers"}),
+                          env=env, cwd=project)
+    assert done.returncode == 0 and "mask_pan()" in done.stdout, done
+    refused = connect("--socket", str(daemon.socket), "connect", "cursor", "--scope",
+                      "project", home=tmp_path, cwd=project)
+    assert refused.returncode == 1 and "drop --socket" in refused.stderr

@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
+
+# A dropped note named for the day it is archived: its archive name must not repeat that day.
+TODAY = datetime.now(UTC).strftime("%Y-%m-%d")
 
 NOTES = {
     "alice-release-freeze.md": (
@@ -27,7 +31,7 @@ NOTES = {
     "ci-shard-2.md": (
         "---\ntitle: Shard order for test-m2\nagent: ci\n---\n\n- **test-m2**: must run after "
         "setup_0 in shard 3\n"),
-    "dallas-npm-ci-in-web-fails-with-eresolve-4477d56a-2026-12-01.md": (
+    f"dallas-npm-ci-in-web-fails-with-eresolve-4477d56a-{TODAY}.md": (
         "---\nagent: dallas\n---\nnpm ci in web/ fails with ERESOLVE since react 19. Run it "
         "with --legacy-peer-deps until the lockfile is regenerated.\n"),
 }

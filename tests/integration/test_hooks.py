@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,13 +36,13 @@ def prompt_payload(prompt: str) -> str:
     return payload("UserPromptSubmit", prompt=prompt)
 
 
-def hook(*target: str, stdin: str, home: Path | None = None,
-         sock: Path | None = None) -> subprocess.CompletedProcess[str]:
+def hook(*target: str, stdin: str, home: Path | None = None, sock: Path | None = None,
+         timeout: float = 60) -> subprocess.CompletedProcess[str]:
     where = ["--socket", str(sock)] if sock else ["--home", str(home)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIONS_", "ANTHROPIC_"))}
     return subprocess.run([sys.executable, "-m", "minionsd.cli", *where, "hook", *target],
-                          input=stdin, capture_output=True, text=True, timeout=60, env=env,
-                          cwd=REPO)
+                          input=stdin, capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=REPO)
 
 
 def quiet_failure(result: subprocess.CompletedProcess[str]) -> str:
@@ -181,7 +182,32 @@ def test_a_hung_daemon_cannot_hang_the_prompt(hung_socket):
     for event, stdin in (("session-start", start_payload()),
                          ("user-prompt", prompt_payload("settlement retries"))):
         line = quiet_failure(hook("claude-code", event, stdin=stdin, sock=hung_socket))
-        assert "no answer within 2 s" in line and str(hung_socket) in line
+        assert "did not answer" in line and "within 2 s" in line and str(hung_socket) in line
+        assert "busy or hung" in line and "Start the daemon" not in line
+
+
+def test_a_stopped_daemon_is_reported_as_hung_not_as_down(daemon):
+    """A real daemon that stops answering (SIGSTOP): the hook says it is hung, within the
+    10 s Claude Code gives a hook, and does not tell the user to start it."""
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGSTOP)
+    try:
+        line = quiet_failure(hook("claude-code", "user-prompt", home=daemon.home,
+                                  stdin=prompt_payload("settlement retries"), timeout=10))
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+    assert "busy or hung" in line and str(daemon.socket) in line
+    assert "not reachable" not in line and "Start the daemon" not in line
+
+
+def test_session_start_telemetry_names_the_sessions_agent(seeded):
+    result = hook("claude-code", "session-start", "--agent", "claude-code",
+                  stdin=start_payload(), home=seeded.home)
+    assert result.returncode == 0 and "Pinned Context" in result.stdout
+    rows = seeded.call("telemetry.retrievals", limit=5)["rows"]
+    standing = [r for r in rows if r["task_id"] == "minions-standing-context"]
+    assert standing and standing[0]["agent"] == "claude-code", standing
+    assert "Personal Memory" not in result.stdout
 
 
 def test_hooks_do_not_import_the_mcp_sdk(seeded):

@@ -1,6 +1,7 @@
 """`minionsctl mcp` end to end: the mcp SDK's own client starts `python -m minionsd.cli mcp`
-over stdio against a real daemon, in both protocol eras, and a hand-written client speaks the
-2025-06-18 initialize handshake as JSON-RPC lines."""
+over stdio against a real daemon, in both protocol eras (the handshake and 2026-07-28, direct
+and negotiated), and a hand-written client speaks the 2025-06-18 initialize handshake as
+JSON-RPC lines."""
 
 from __future__ import annotations
 
@@ -143,19 +144,22 @@ def test_every_tool_and_resource_through_the_sdk_client(shared):
             found = await c.call_tool("memory_search", {"query": "refund webhook", "limit": 5})
             assert not found.is_error and fenced_once(found.content[0].text)
             assert record_id in found.content[0].text
-            assert all("body" not in r for r in found.structured_content["records"])
-            assert found.structured_content["records"][0]["snippet"]
+            assert all("body" not in r and "snippet" not in r
+                       for r in found.structured_content["records"])
+            assert found.structured_content["text"] == found.content[0].text
 
             got = await c.call_tool("memory_get", {"id": record_id})
             assert not got.is_error and got.structured_content["id"] == record_id
             assert f'<{FENCE_NAME} source="memory-record:{record_id}">' in got.content[0].text
             assert got.structured_content["author"] == "dallas"
             assert got.structured_content["project"] == "payments"
+            assert "body" not in got.structured_content
+            assert got.structured_content["text"] == got.content[0].text
 
             listed = await c.call_tool("knowledge_list", {})
-            entry = next(e for e in listed.structured_content["entries"]
-                         if e["title"] == "Refund webhook signature")
             assert fenced_once(listed.content[0].text)
+            entry = next(e for e in listed.structured_content["entries"]
+                         if "refund-webhook-signature" in e["path"])
             read = await c.call_tool("knowledge_get", {"path": entry["path"]})
             assert "HMAC-SHA256" in read.content[0].text and fenced_once(read.content[0].text)
 

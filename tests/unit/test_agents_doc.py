@@ -1,18 +1,18 @@
 """docs/agents.md's tool reference is what the MCP server lists: the generated block matches
-the definitions, and its table and descriptions match the server's tools/list (in-process SDK
-client; no daemon needed to list tools)."""
+the definitions, and its table and descriptions match the server's tools/list (the SDK's own
+stdio client on `minionsctl mcp`; no daemon needed to list tools)."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from minionsd.agents import reference
-from minionsd.agents.mcp_server import build_server
-from minionsd.agents.session import Session
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "agents.md"
 
@@ -31,8 +31,13 @@ def test_the_reference_is_generated_from_the_definitions():
 
 def test_the_doc_matches_what_the_server_lists(tmp_path):
     async def listed():
-        session = Session.create(str(tmp_path), None, "agent", None)
-        async with Client(build_server(session), mode="legacy") as client:
+        repo = DOC.parents[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MINIONS_")}
+        env["PYTHONPATH"] = str(repo) + os.pathsep + env.get("PYTHONPATH", "")
+        server = StdioServerParameters(command=sys.executable, args=[
+            "-m", "minionsd.cli", "--home", str(tmp_path), "mcp", "--project", "docs"],
+            env=env, cwd=str(repo))
+        async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
             return (await client.list_tools()).tools
 
     tools = anyio.run(listed)

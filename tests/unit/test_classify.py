@@ -14,6 +14,7 @@ from minionsd.memory.consolidate.classify import (
     archive_name,
     classify,
     entry_name,
+    redacted_name,
     render_entry,
     title_slug,
     unique_path,
@@ -161,3 +162,13 @@ def test_archive_names_and_their_numbered_forms_fit_a_file_name(stem, taken):
         seen.add(classify_mod.unique_path("notes/archive", name, seen.__contains__))
     assert len(seen) == taken + 1
     assert all(len(p.rsplit("/", 1)[1].encode()) <= 255 for p in seen)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("dallas-AKIAQ7ZK4NDP2XWM8R5T-keys.md", "dallas-redacted-aws_access_key_id-keys.md"),
+    ("dallas-ghp_R8fKq2ZtLw91XbNc4VyH7eJm3UaP0sDgQ6iT.md", "dallas-redacted-github_token.md"),
+    ("AKIAQ7ZK4NDP2XWM8R5T.md", "redacted-aws_access_key_id.md"),
+    ("dallas-fix-the-deploy-script-2026-12-04.md", "dallas-fix-the-deploy-script-2026-12-04.md"),
+])
+def test_a_token_anywhere_between_dashes_leaves_a_name(name, expected):
+    assert redacted_name(name) == expected

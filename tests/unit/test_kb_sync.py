@@ -10,6 +10,7 @@ from minionsd.home import Home
 from minionsd.memory import kb_sweep
 from minionsd.memory.app import App
 from minionsd.service.consolidation import ConsolidationService
+from minionsd.storage import journal
 from minionsd.storage.database import Database
 
 
@@ -70,8 +71,27 @@ def test_an_entry_consolidation_wrote_links_to_the_notes_record(app):
 
 def test_an_entry_whose_batch_has_not_upserted_yet_is_left_to_the_batch(app):
     path = app.home.category_dir("project-notes") / "2026-12-01-dallas-y.md"
+    rel = app.home.rel(path)
+
+    def open_batch(conn):
+        journal.create(conn, "B-1", "2026-12-01", app.now(),
+                       [{"name": "dallas-y.md", "content": "# Y\n\nbody\n",
+                         "content_hash": "0123456789abcdef" + "0" * 48, "author": "dallas",
+                         "role": "note"}])
+        journal.set_note(conn, "B-1", "dallas-y.md", kb_path=rel)
+
+    app.db.write_blocking(open_batch)
     path.write_text("---\nentry_id: 0123456789abcdef\n---\n\n# Y\n\nbody\n")
     assert kb_sweep.sync_kb_file(app, path, app.now()) == "deferred"
+    assert kb_sweep.kb_sweep(app, app.now())["deferred"] == 1
     count = app.db.read_blocking(lambda c: c.execute(
         "SELECT count(*) FROM memory_records").fetchone()[0])
     assert count == 0
+
+
+def test_an_entry_id_no_batch_is_writing_binds_nothing_it_does_not_own(app):
+    # Not a whole entry id, or one no record has: the file is a record of its own.
+    for n, entry_id in enumerate(("", "0123", "0123456789abcdef")):
+        path = app.home.category_dir("project-notes") / f"2026-12-01-dallas-z{n}.md"
+        path.write_text(f"---\nentry_id: '{entry_id}'\n---\n\n# Z\n\nbody {n}\n")
+        assert kb_sweep.sync_kb_file(app, path, app.now()) == "imported"

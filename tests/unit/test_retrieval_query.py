@@ -128,3 +128,25 @@ def test_any_task_gives_bounded_unique_terms(task: dict[str, Any]) -> None:
         assert term == term.lower() and term.isalnum() and term not in TASK_STOP_WORDS
     for path in task_files(task):
         assert path and "\\" not in path and not path.startswith("./")
+
+
+def _whole(text: str) -> str:
+    import re
+
+    from minionsd.text.redact import redact
+    return re.sub(r"\[REDACTED:[a-z0-9_]+\]", " ", redact(text))
+
+
+def test_a_long_field_is_redacted_by_its_head_only() -> None:
+    """A megabyte pasted into a task: its terms come from a redacted head of the field (the
+    same as redacting the whole text and cutting it), never from a secret cut in half."""
+    from minionsd.memory.retrieval.query import FIELD_HEAD_CHARS, without_secrets
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    text = f"deploy token {secret} " + "rollback window staging " * 60_000
+    head = without_secrets(text)
+    assert len(head) <= FIELD_HEAD_CHARS and secret not in head and "ghp_" not in head
+    assert _whole(text).startswith(head)  # what redacting all of it would have given
+    terms = task_terms({"id": "T", "title": "x", "description": text})
+    assert "deploy" in terms and not any(secret.lower()[:8] in term for term in terms)
+    # Short fields are redacted whole, as before.
+    assert without_secrets(f"use {secret} now").split() == ["use", "now"]

@@ -79,8 +79,30 @@ def test_a_link_without_a_record_keeps_the_one_it_has(conn: sqlite3.Connection) 
 
 def test_an_entry_id_finds_its_note_record_and_is_no_like_pattern(conn: sqlite3.Connection) -> None:
     record_id = _record(conn, "note", "feedc0de12345678" + "9" * 48)
-    assert kb_index.record_for_entry(conn, "feedc0de12345678") == record_id
-    assert kb_index.record_for_entry(conn, "fe_dc0de") is None  # "_" matches no character
-    assert kb_index.record_for_entry(conn, "%c0de") is None  # nor "%" any run of them
+    rel = "knowledge/project-notes/n.md"
+    assert kb_index.record_for_entry(conn, "feedc0de12345678", rel) == record_id
+    assert kb_index.record_for_entry(conn, "fe_dc0de", rel) is None  # "_" matches nothing
+    assert kb_index.record_for_entry(conn, "%c0de", rel) is None  # nor "%" any run
+    # Only a whole entry id binds: empty and partial ids bind nothing (SPEC §3.7 v3).
+    assert kb_index.record_for_entry(conn, "", rel) is None
+    assert kb_index.record_for_entry(conn, "feedc0de", rel) is None
+    # A record another file feeds is that file's: a copy of it binds nothing.
+    kb_index.link_file(conn, rel, "h1", record_id, NOW)
+    assert kb_index.record_for_entry(conn, "feedc0de12345678", rel) == record_id
+    assert kb_index.record_for_entry(conn, "feedc0de12345678",
+                                     "knowledge/project-notes/copy.md") is None
     assert kb_index.record_body(conn, record_id) == "note"
     assert kb_index.record_body(conn, "M-none") is None
+
+
+def test_a_path_back_after_its_record_went_gets_a_fresh_content_hash(
+        conn: sqlite3.Connection) -> None:
+    rel = "knowledge/conventions/c.md"
+    assert kb_index.fresh_hash(conn, rel) == f"kb:{rel}"
+    first = _record(conn, "first", f"kb:{rel}")
+    assert kb_index.fresh_hash(conn, rel) == f"kb:{rel}"  # still active: reused
+    records.retract(conn, first, "deleted", NOW)
+    assert kb_index.fresh_hash(conn, rel) == f"kb:{rel}#2"
+    second = _record(conn, "second", f"kb:{rel}#2")
+    records.retract(conn, second, "deleted again", NOW)
+    assert kb_index.fresh_hash(conn, rel) == f"kb:{rel}#3"

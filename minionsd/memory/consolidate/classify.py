@@ -66,6 +66,10 @@ def title_slug(name: str, content: str | None) -> str:
     title = None if title == gist.UNTITLED else title
     stem = name[:-3] if name.endswith(".md") else name
     stem = _STEM_STAMP_RE.sub("", stem) or stem
+    # Redacted before slugging: a lower-cased, dashed token is no longer a shape the redactor
+    # knows, and the slug becomes a KB path, a record's source and front matter.
+    title = redact(title) if title else None
+    stem = redacted_name(stem)
     for candidate in (title, stem):
         slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
         if slug:
@@ -119,19 +123,33 @@ def render_entry(
     return render_note(_merged_meta(meta, own, extra), body)
 
 
+_NAME_SEPARATORS = re.compile(r"[-.]")
+_PARTS_MAX = 12  # separators a token may span (a Slack token has 3)
+_PART_MIN = 8  # no secret shape is shorter
+
+
 def redacted_name(name: str) -> str:
     """An inbox file name with its secrets redacted, still a plain file name: a token in it
     becomes `redacted-<kind>` (`dallas-ghp_….md` -> `dallas-redacted-github_token.md`)."""
     text = redact(name)
     # In prose a token glued to a longer word is not one; in a file name words are joined by
-    # dashes (`dallas-ghp_….md`), so each part after a dash is tried on its own too.
-    dash = text.find("-")
-    while dash != -1:
-        tail = text[dash + 1:]
-        cleaned = redact(tail)
-        if cleaned != tail:
-            text = text[:dash + 1] + cleaned
-        dash = text.find("-", dash + 1)
+    # dashes and dots (`dallas-AKIA…-keys.md`), so every run of whole parts between them is
+    # tried on its own too, longest first (a token may hold dashes itself).
+    start = 0
+    while start < len(text):
+        ends = [m.start() for m in _NAME_SEPARATORS.finditer(text, start + 1)] + [len(text)]
+        for end in reversed(ends[:_PARTS_MAX]):
+            part = text[start:end]
+            if len(part) < _PART_MIN:
+                break
+            cleaned = redact(part)
+            if cleaned != part:
+                text = text[:start] + cleaned + text[end:]
+                break
+        following = _NAME_SEPARATORS.search(text, start)
+        if following is None:
+            break
+        start = following.end()
     return _MARKER_RE.sub(r"redacted-\1", text)
 
 

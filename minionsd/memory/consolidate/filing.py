@@ -8,6 +8,7 @@ in place), so a redo after a crash files each note exactly once, in the same pla
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -130,7 +131,18 @@ class Filing:
             except FileExistsError:
                 rel = None  # another writer took the name since we chose it: choose again
 
-    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
+    @staticmethod
+    def entry_digest(batch: journal.Batch, note: journal.JournalNote) -> str | None:
+        """sha256 of the KB entry this batch writes for `note` (as the KB index keeps it),
+        or None when the note gets no entry."""
+        if note.kb_path is None:
+            return None
+        category = classify.classify(note.name, note.content)
+        text = Filing._entry_text(note, category, batch.date)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @staticmethod
+    def _entry_text(note: journal.JournalNote, category: str, date: str) -> str:
         source = note.archive_path or f"notes/inbox/{note.name}"
         extra = {"entry_id": note.content_hash[:16]}
         try:
@@ -204,6 +216,7 @@ class Filing:
         if current is not None and current.decode("utf-8", "replace") == note.content:
             os.rename(source, target)
             os.chmod(target, 0o600)
+            os.utime(target)  # retention counts from here, not from when the note was written
         else:
             # The inbox file vanished or was rewritten since the batch began: archive what
             # the batch processed; a rewritten file stays in the inbox as a new note.

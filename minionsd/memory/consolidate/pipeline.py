@@ -242,7 +242,7 @@ class Pipeline:
         notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
                  for n in batch.notes]
         # notes.md may predate redaction; what goes into a prompt is redacted either way.
-        existing = redact(read_text(self.app.home.notes) or "")
+        existing = redact(read_text(self.app.home.notes, self.app.file_warnings) or "")
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
         if digest:
@@ -272,9 +272,11 @@ class Pipeline:
     def _append_digest(self, batch: journal.Batch, digest: str) -> None:
         notes_path = self.app.home.notes
         with lock_for(notes_path):
-            current = read_text(notes_path)
+            current = read_text(notes_path, self.app.file_warnings)
             if current is not None and notesfile.contains_entry(current, batch.id):
                 return
+            if batch.mode is not None and self._in_history(batch.id):
+                return  # a redo: later batches' bounding already moved this digest out
             text = notesfile.append_section(current, notesfile.render_section(digest, batch.id))
             kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
             self._step("notes")
@@ -283,9 +285,14 @@ class Pipeline:
                 # sections already in the history and skips them, so none is lost or doubled.
                 history = self.app.home.notes_history
                 with lock_for(history):
-                    atomic_write_text(history, notesfile.append_history(read_text(history),
-                                                                        moved))
+                    old = read_text(history, self.app.file_warnings)
+                    atomic_write_text(history, notesfile.append_history(old, moved))
             atomic_write_text(notes_path, kept)
+
+    def _in_history(self, batch_id: str) -> bool:
+        # Replaced atomically, so read without its lock.
+        text = read_text(self.app.home.notes_history, self.app.file_warnings)
+        return text is not None and notesfile.contains_entry(text, batch_id)
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
         """Each configured agent's notes appended to its notebook: one locked read and one
@@ -297,12 +304,16 @@ class Pipeline:
         for note in batch.notes:
             if note.done or not has_notebook(note.author, agents):
                 continue
+            if self.app.notebook(note.author) is None:  # a symlink out of knowledge/agents/
+                continue  # never followed
             by_author.setdefault(note.author, []).append(note)
             counts[note.author] = counts.get(note.author, 0) + 1
         for author, notes in by_author.items():
-            path = self.app.home.notebook(author)
+            path = self.app.notebook(author)
+            if path is None:
+                continue
             with lock_for(path):
-                original = current = read_text(path)
+                original = current = read_text(path, self.app.file_warnings)
                 for note in notes:
                     entry_id = note.content_hash[:16]
                     if current is not None and notebooks.has_entry(current, entry_id):

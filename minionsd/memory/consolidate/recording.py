@@ -9,6 +9,7 @@ full, I/O error, shutdown) keeps the batch open for a later try instead.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from minionsd.memory.consolidate.filing import Filing, safe_meta, strip_front_ma
 from minionsd.memory.consolidate.types import Abandoned
 from minionsd.memory.identity import ENGINE, author_trust
 from minionsd.memory.inbox import Inbox
-from minionsd.storage import journal, records, submissions
+from minionsd.storage import journal, kb_index, records, submissions
 from minionsd.text.markdown import FrontMatterError, parse_note
 
 log = structlog.get_logger()
@@ -46,6 +47,13 @@ class Recording:
                                             [n.name for n in batch.notes if n.author == ENGINE])
         fields = [(note, self._record_fields(note, batch, note.name in claimed))
                   for note in batch.notes if not note.done]
+        # Where each entry really went (a taken name is chosen again while writing it).
+        kb_paths = {n.name: n.kb_path for n in
+                    self.app.db.read_blocking(journal.load, batch.id).notes}
+        notes = {n.name: dataclasses.replace(n, kb_path=kb_paths.get(n.name))
+                 for n in batch.notes}
+        digests = {name: Filing.entry_digest(batch, note) for name, note in notes.items()
+                   if note.kb_path and (self.app.home.root / note.kb_path).is_file()}
         self._step("sql")
 
         def upsert_all(conn: Any, fields: list[tuple[journal.JournalNote, Any]]) -> int:
@@ -55,6 +63,9 @@ class Recording:
                 record_id, created = records.upsert_by_hash(conn, values, note.content_hash,
                                                             now)
                 journal.set_note(conn, batch.id, note.name, record_id=record_id)
+                digest = digests.get(note.name)
+                if digest:  # the note's KB entry feeds this record: one file, one record
+                    kb_index.link_file(conn, notes[note.name].kb_path, digest, record_id, now)
                 inserted += 1 if created else 0
             return inserted
 

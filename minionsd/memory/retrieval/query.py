@@ -15,6 +15,7 @@ the wrong type are ignored rather than rejected.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -26,6 +27,8 @@ from minionsd.text.ftsquery import (
     normalise_phrases,
     unique_terms,
 )
+from minionsd.text.redact import redact
+from minionsd.text.redact_prefix import redact_prefix
 
 MAX_TERMS = 32
 MAX_SYNONYM_TERMS = 6  # slots synonyms may take from the task's own last terms
@@ -119,10 +122,36 @@ def _field_texts(task: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
         yield path, True
 
 
+_MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+# Terms come from the head of each field: 32 terms are found long before its end, and
+# redacting a megabyte on the event loop would stall every other client for a second.
+FIELD_HEAD_CHARS = 16_384
+
+
+def without_secrets(text: str) -> str:
+    """`text` redacted, each marker left as a space: a token pasted into a task never becomes
+    a stored term (SPEC §3.3 item 6), and the marker's own words (`redacted`, `key`) none.
+    A text longer than FIELD_HEAD_CHARS is cut there (at a space, so no word is halved)."""
+    if len(text) <= FIELD_HEAD_CHARS:
+        return _MARKER_RE.sub(" ", redact(text))
+    head = redact_prefix(text, FIELD_HEAD_CHARS)
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return _MARKER_RE.sub(" ", head[:space] if space > 0 else head)
+
+
+# At most this much of a task's text is redacted for its terms, however many fields it has.
+TASK_REDACT_BUDGET = 262_144
+
+
 def _all_terms(task: Mapping[str, Any]) -> Iterator[str]:
+    budget = TASK_REDACT_BUDGET
     for text, is_path in _field_texts(task):
         if not text:
             continue
+        if budget <= 0:
+            return
+        budget -= min(len(text), 8 * FIELD_HEAD_CHARS)
+        text = without_secrets(text)
         if is_path:
             yield from _path_terms(text)
         else:
@@ -168,7 +197,7 @@ def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]
 def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
     """Synonyms of the task's words that are not among `own` (its terms), nor stop words, nor
     the plural or singular of one of them."""
-    text = " ".join(text for text, _is_path in _field_texts(task) if text)
+    text = " ".join(text[:FIELD_HEAD_CHARS] for text, _is_path in _field_texts(task) if text)
     taken = {_plural_key(term) for term in own}
     return [term for term in synonyms.expansions(synonyms.words(text))
             if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
