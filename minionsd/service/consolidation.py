@@ -149,9 +149,14 @@ class ConsolidationService:
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        # One trip to the light lane for the whole part (no thread of its own): under load
-        # every hop back to the event loop waits its turn there, so status makes few of them.
-        state, counters = await self.app.db.read_light(self._status_reads)
+        return self.status_from(await self.app.db.read_light(self.status_reads))
+
+    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
+        """What status needs from disk and SQL, read on the light lane (see Daemon.status)."""
+        return self.pipeline.inbox_state(), journal.counters(conn)
+
+    def status_from(self, reads: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+        state, counters = reads
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
@@ -163,9 +168,6 @@ class ConsolidationService:
                 "running": self._lock.locked(),
             },
         }
-
-    def _status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
-        return self.pipeline.inbox_state(), journal.counters(conn)
 
     # --- inbox methods ------------------------------------------------------------------------
 
