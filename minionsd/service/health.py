@@ -20,6 +20,7 @@ import structlog
 
 from minionsd.memory.app import App
 from minionsd.service.systemd import Notifier
+from minionsd.storage.database import answers
 
 log = structlog.get_logger()
 BEAT_S = 1.0
@@ -72,7 +73,7 @@ class Health:
     def status_reads(self, conn: Any) -> bool:
         """The database check of status, on the light lane with the other parts' reads."""
         try:
-            return conn.execute("SELECT 1").fetchone()[0] == 1
+            return answers(conn)
         except Exception:
             return False
 

@@ -114,7 +114,8 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _answers(conn: sqlite3.Connection) -> bool:
+def answers(conn: sqlite3.Connection) -> bool:
+    """True when the connection answers a trivial query (the health check)."""
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
@@ -277,7 +278,7 @@ class Database:
 
     async def ping(self) -> bool:
         """True when a read connection answers a trivial query (the health check)."""
-        return await self.read_light(_answers)
+        return await self.read_light(answers)
 
     async def read_light(self, fn: Callable[..., T], *args: Any) -> T:
         """A read of a few rows by key (status counters, health) on a thread and connection
