@@ -63,7 +63,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "memory_retrieval_max_bytes": _int(8192, "Most UTF-8 bytes of a rendered pack.", 256),
         "memory_retrieval_candidate_limit": _int(50, "FTS5 candidate pool size.", 1),
         "memory_retrieval_min_score_ratio": _ratio(
-            MIN_SCORE_RATIO, "Records scoring below this share of the best are not packed."),
+            MIN_SCORE_RATIO, "The score floor, as a share of the best record's score: below it "
+            "only a close run or a rare code the task names is packed."),
         "inbox_consolidate_threshold": _int(5, "Eligible notes that trigger a batch.", 1),
         "memory_episodic_capture": Key(False, bool, "Store task outcomes as episodic records."),
         "auto_consolidate_memory": Key(True, bool, "Consolidate when the threshold is reached."),
@@ -97,6 +98,21 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "server": {
         "socket": Key("", str, "Socket path; empty = <home>/engine/minionsd.sock."),
         "max_request_bytes": _int(1048576, "Longest accepted request line.", 1024),
+    },
+    "gateway": {
+        "listen": Key("127.0.0.1:8765", str,
+                      "host:port of `minionsctl serve`; not loopback needs TLS or behind_proxy."),
+        "public_url": Key("", str, "The URL clients use (behind a proxy); empty = from listen."),
+        "tls_cert": Key("", str, "PEM certificate; with tls_key the gateway speaks HTTPS."),
+        "tls_key": Key("", str, "PEM private key of tls_cert."),
+        "behind_proxy": Key(False, bool, "TLS ends at a reverse proxy; trust its X-Forwarded-*."),
+        "allowed_hosts": Key([], list, "Host headers accepted besides listen and public_url."),
+        "allowed_origins": Key([], list, "Browser Origins accepted besides public_url's own."),
+        "rate_per_s": _int(20, "Per token: sustained requests per second.", 1),
+        "rate_burst": _int(40, "Per token: requests allowed in a burst.", 1),
+        "session_hours": _int(12, "Web view sign-in lifetime in hours.", 1),
+        "read_timeout_s": Key(30, int, "A client must send its whole request within this.",
+                              1, 30),
     },
     "trust": {
         "human_authors": Key(

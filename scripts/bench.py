@@ -2,11 +2,14 @@
 
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
-    .venv/bin/python scripts/bench.py --quick --mcp     # every section at a tiny size
+    .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
+    .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
     .venv/bin/python scripts/bench.py --only retrieval  # memory.retrieve / prompt.assemble
     .venv/bin/python scripts/bench.py --only retrieval --mcp   # + memory_context over MCP
+    .venv/bin/python scripts/bench.py --only web        # the web view's pages at N records
+    .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
     .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
     .venv/bin/python scripts/bench.py --old /tmp/old    # one table: this code beside /tmp/old
 
@@ -25,6 +28,8 @@ Sections:
              `prompt.assemble` on the raw socket, interleaved call by call
 6. mcp-start `minionsctl mcp` from process start to its `initialize` answer (what decides
              whether a headless agent's first turn has the memory tools), with a daemon up
+7. web       the web view's pages (bench_web.py) through `minionsctl serve` at N records:
+             median and p95 per page for a signed-in client
 
 After each load the script waits (up to 120 s) until the daemon's FTS5 upkeep has merged the
 index segments the load left, as it would have long before a search in a long-running daemon,
@@ -41,8 +46,12 @@ script several times, or use --trials, and compare medians); --pin pins the daem
 and this process to CPU 0.
 
 --quick runs every section at a tiny size (200 records, a few samples, one watch round): the
-test suite runs it with --mcp as a smoke test (tests/integration/test_bench_smoke.py). Its
-figures say nothing about performance; options given with it override its sizes.
+test suite runs it with --mcp --gateway as a smoke test (tests/integration/test_bench_smoke.py).
+Its figures say nothing about performance; options given with it override its sizes.
+
+With --gateway, section 5 also times both methods through the HTTP gateway's /rpc and
+memory_context through its /mcp beside the socket, interleaved, and prints the gateway's RSS
+(bench_gateway.py).
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
 bench_retrieval.py (5), bench_common.py (the daemon, which is tests/harness.py's DaemonProcess,
@@ -70,10 +79,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import Bench, cpu_model, end_progress, say  # noqa: E402
 from bench_consolidation import run_consolidation_throughput, run_watch_latency  # noqa: E402
 from bench_records import run_records  # noqa: E402
+from bench_web import run_web  # noqa: E402
 
 # --quick: the sizes of a smoke run (explicit options still win).
 QUICK = {"records": 200, "queries": 20, "retrieval_samples": 10, "notes": 20,
-         "watch_rounds": 1, "burst_rounds": 1}
+         "watch_rounds": 1, "burst_rounds": 1, "web_samples": 3}
 
 
 MCP_START_RUNS = 20
@@ -134,13 +144,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
-                                            "mcp-start"))
+                                            "mcp-start", "web"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
     parser.add_argument("--trials", type=int, default=1,
                         help="repeat the search timing (same process) and report the median")
     parser.add_argument("--retrieval-samples", type=int, default=200)
+    parser.add_argument("--web-samples", type=int, default=30,
+                        help="requests per web-view page (section 7)")
+    parser.add_argument("--web-home", metavar="DIR",
+                        help="section 7 on a home an earlier --only web --keep run loaded "
+                        "(<kept root>/w), instead of loading N records again")
     parser.add_argument("--search-budget-s", type=float, default=120,
                         help="stop the search timing after this long (slow daemons)")
     parser.add_argument("--retrieval-budget-s", type=float, default=45,
@@ -155,6 +170,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the temp homes")
     parser.add_argument("--mcp", action="store_true",
                         help="also time memory_context through minionsctl mcp (retrieval)")
+    parser.add_argument("--gateway", action="store_true",
+                        help="also time memory.retrieve / prompt.assemble through the HTTP "
+                             "gateway's /rpc and memory_context through /mcp (retrieval)")
     parser.add_argument("--old", type=Path, metavar="DIR",
                         help="print one table of every headline figure for this code and the "
                         "checkout DIR (with its own .venv), e.g. `git worktree add /tmp/old "
@@ -192,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             run_watch_latency(bench)
         if args.old is None and args.only in (None, "mcp-start"):
             run_mcp_start(bench, 3 if args.quick else MCP_START_RUNS)
+        if args.old is None and args.only in (None, "web"):
+            run_web(bench)
     except KeyboardInterrupt:
         end_progress()
         say("\ninterrupted; stopping daemons and removing temp homes")

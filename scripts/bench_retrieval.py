@@ -153,6 +153,10 @@ def bench_retrieval(daemon: BenchDaemon, vocab: bench_data.Vocabulary, args: arg
             "is shown (what a single OR query over all task terms costs)")
     if args.mcp and "prompt.assemble" in methods:
         bench_mcp(daemon, prepared, args)
+    if getattr(args, "gateway", False) and "prompt.assemble" in methods:
+        from bench_gateway import bench_gateway
+
+        bench_gateway(daemon, prepared, args)
 
 
 def bench_mcp(daemon: BenchDaemon, prepared: list[tuple[Any, ...]], args: argparse.Namespace

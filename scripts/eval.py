@@ -3,17 +3,19 @@
     .venv/bin/python scripts/eval.py             # both labelled sets (tests/eval/set.json and
                                                  #   the blind set tests/eval/blind.yaml)
     .venv/bin/python scripts/eval.py --data tests/eval/blind.yaml   # one set only
-    .venv/bin/python scripts/eval.py --quick     # a 12-task slice (the smoke test runs this)
+    .venv/bin/python scripts/eval.py --locomo ~/data/locomo10.json   # plus LoCoMo
+    .venv/bin/python scripts/eval.py --quick     # a 12-task slice of each set (the smoke test)
     .venv/bin/python scripts/eval.py --tasks     # plus one line per task
     .venv/bin/python scripts/eval.py --set engine.memory_retrieval_min_score_ratio=0.3
-    .venv/bin/python scripts/eval.py --sweep     # what each score cutoff would keep
+    .venv/bin/python scripts/eval.py --sweep     # the sets asked again at other cutoff ratios
     .venv/bin/python scripts/eval.py --without synonyms   # a part of retrieval switched off
 
-For each set it starts a fresh daemon on a temp home (the test suite's DaemonProcess from
-tests/harness.py), adds every record of the set through the socket with `memory.add` (keeping
-its created_at), applies the lifecycle (`memory.supersede`, `memory.retract`,
-`memory.expire`), then asks `memory.retrieve` for each task with its project and agent.
-Asserts nothing; prints, per difficulty and overall:
+For each labelled set (see tests/eval/README.md) it starts a fresh daemon on a temp home (the
+test suite's DaemonProcess from tests/harness.py), adds every record through the socket with
+`memory.add` (keeping its created_at), applies the lifecycle (`memory.supersede`,
+`memory.retract`, `memory.expire`),
+then asks `memory.retrieve` for each task with its project and agent. Asserts nothing; prints,
+per difficulty and overall:
 
 * recall@8: share of a task's relevant records in the pack (a near-duplicate group counts once:
   any member of it finds it);
@@ -30,18 +32,23 @@ product's documentation without looking at the ranking code or the first set; th
 puts both sets' overall figures side by side.
 
 easy, hard and overall are the set's main tasks; held-out are tasks written after the ranking
-changes were chosen and never used to choose them (tests/eval/holdout.yaml); --sweep is over
-the main tasks.
+changes were chosen and never used to choose them (tests/eval/holdout.yaml). "no cutoff" is
+the main tasks asked again in the same daemon with engine.memory_retrieval_min_score_ratio = 0
+(`config.set`), so the cost of the cutoff is read off one run.
 
 `--without PART` (repeatable) starts the daemon with that part of retrieval switched off
 (scripts/eval_without/sitecustomize.py does it, in the daemon process only): synonyms, narrative
 (the narrative stop words), length (FTS5's length normalisation instead of retrieval's), boosts
 (all of them), or one boost: scope, trust, recency, path, importance (with confidence),
-coverage, pinned.
+coverage, pinned; cutoff (the rule that protects rare-term matches, leaving a plain ratio),
+restated (packing restatements once).
 
 The baseline in the same run is plain FTS5: `memory.search` over the task's text fields
 joined (OR of its words, bm25 with the same column weights, active records only), filtered by
 the same scope and trust rules client-side (so its violation count is comparable), first 8.
+
+`--locomo PATH` adds the public LoCoMo benchmark (scripts/eval_locomo.py says what is
+measured); without it the script says where to get the data and skips it.
 """
 
 from __future__ import annotations
@@ -60,14 +67,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "eval"))
+sys.path.insert(0, str(REPO / "scripts"))
 
 from blind_set import load_blind  # noqa: E402
 from build_set import eligible  # noqa: E402
+from eval_report import by_difficulty, print_table, print_tasks, summarise  # noqa: E402
 
 from tests.harness import DaemonProcess  # noqa: E402
 
-SET_PATH = REPO / "tests" / "eval" / "set.json"
-BLIND_PATH = REPO / "tests" / "eval" / "blind.yaml"
+SET_PATHS = (REPO / "tests" / "eval" / "set.json", REPO / "tests" / "eval" / "blind.yaml")
 WITHOUT_DIR = REPO / "scripts" / "eval_without"
 TOP_K = 8
 QUICK_TASKS = 12
@@ -138,102 +146,123 @@ class Scorer:
                 "copies": copies, "selected": len(picked)}
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
-    n = len(rows) or 1
-    return {"tasks": len(rows),
-            "recall@8": sum(r["recall"] for r in rows) / n,
-            "MRR": sum(r["rr"] for r in rows) / n,
-            "precision@8": sum(r["precision"] for r in rows) / n,
-            "violations": sum(r["violations"] for r in rows),
-            "copies": sum(r["copies"] for r in rows),
-            "no_terms": sum(bool(r.get("no_terms")) for r in rows),
-            "avg_selected": sum(r["selected"] for r in rows) / n}
+RATIO_KEY = "engine.memory_retrieval_min_score_ratio"
+SWEEP = (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 
 
-def print_table(title: str, results: dict[str, list[dict[str, Any]]]) -> None:
-    print(f"\n{title}")
-    print(f"  {'':10} {'tasks':>5} {'recall@8':>9} {'MRR':>6} {'prec@8':>7} {'viol':>5} "
-          f"{'copies':>6} {'no_terms':>8} {'avg_sel':>7}")
-    for name, rows in results.items():
-        s = summarise(rows)
-        print(f"  {name:10} {s['tasks']:5d} {s['recall@8']:9.3f} {s['MRR']:6.3f} "
-              f"{s['precision@8']:7.3f} {s['violations']:5d} {s['copies']:6d} "
-              f"{s['no_terms']:8d} {s['avg_selected']:7.2f}")
+def ask(client: Any, items: list[dict[str, Any]], keys: dict[str, str],
+        scorer: Scorer) -> list[dict[str, Any]]:
+    """memory.retrieve for every task, scored."""
+    rows = []
+    for item in items:
+        res = client.call("memory.retrieve", {"task": item["task"], "project": item["project"],
+                                              "agent": item["agent"]})
+        picked = [keys[s["id"]] for s in res["selected"]]
+        rows.append(scorer.score(item, picked) | {
+            "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
+            "split": item.get("split", "main"), "scores": [s["score"] for s in res["selected"]],
+            "no_terms": res["fallback_reason"] == "no_terms"})
+    return rows
 
 
-def by_difficulty(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    main = [r for r in rows if r.get("split", "main") == "main"]
-    groups = {"easy": [r for r in main if r["difficulty"] == "easy"],
-              "hard": [r for r in main if r["difficulty"] == "hard"], "overall": main}
-    held_out = [r for r in rows if r.get("split") == "holdout"]
-    return groups | ({"held-out": held_out} if held_out else {})
+def baseline(client: Any, items: list[dict[str, Any]], keys: dict[str, str],
+             scorer: Scorer) -> list[dict[str, Any]]:
+    """Plain FTS5 (memory.search of the task's text), eligible records only, first 8."""
+    rows = []
+    for item in items:
+        found = client.call("memory.search", {"query": task_text(item["task"]), "limit": 100})
+        plain = [keys[r["id"]] for r in found["records"]
+                 if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
+        rows.append(scorer.score(item, plain[:TOP_K]) | {
+            "id": item["task"]["id"], "difficulty": item["difficulty"],
+            "picked": plain[:TOP_K], "split": item.get("split", "main")})
+    return rows
 
 
-def retrieve_all(daemon: DaemonProcess, items: list[dict[str, Any]], ids: dict[str, str],
-                 scorer: Scorer) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    keys = {v: k for k, v in ids.items()}
-    ours, base = [], []
-    with daemon.client(timeout=120) as client:
-        for item in items:
-            res = client.call("memory.retrieve", {"task": item["task"], "project": item["project"],
-                                                  "agent": item["agent"]})
-            picked = [keys[s["id"]] for s in res["selected"]]
-            row = scorer.score(item, picked) | {
-                "id": item["task"]["id"], "difficulty": item["difficulty"], "picked": picked,
-                "split": item.get("split", "main"),
-                "scores": [s["score"] for s in res["selected"]],
-                "no_terms": res["fallback_reason"] == "no_terms"}
-            ours.append(row)
-            found = client.call("memory.search", {"query": task_text(item["task"]), "limit": 100})
-            plain = [keys[r["id"]] for r in found["records"]
-                     if eligible(scorer.records[keys[r["id"]]], item["project"], item["agent"])]
-            base.append(scorer.score(item, plain[:TOP_K]) | {
-                "id": item["task"]["id"], "difficulty": item["difficulty"],
-                "picked": plain[:TOP_K], "split": item.get("split", "main")})
-    return ours, base
+def with_ratio(client: Any, ratio: float, run: Any) -> Any:
+    """`run()` with the cutoff ratio set to `ratio` in the daemon, then set back."""
+    before = client.call("config.get", {"key": RATIO_KEY})["value"]
+    client.call("config.set", {"key": RATIO_KEY, "value": ratio})
+    try:
+        return run()
+    finally:
+        client.call("config.set", {"key": RATIO_KEY, "value": before})
 
 
-def print_tasks(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
-    print("\nper task (retrieval): recall rr precision | packed keys, * relevant, ! forbidden,"
-          " = copy")
-    for row, item in zip(rows, items, strict=True):
-        wanted = {scorer.group(k) for k in item["relevant"]}
-        marks, seen = [], set()
-        for key, score in zip(row["picked"], row.get("scores", []), strict=False):
-            group = scorer.group(key)
-            mark = ("=" if group in seen else "*" if group in wanted else "") + (
-                "!" if not eligible(scorer.records[key], item["project"], item["agent"]) else "")
-            seen.add(group)
-            marks.append(f"{mark}{key}({score:.2f})")
-        missing = sorted(wanted - seen)
-        print(f"  {row['id']:12} {row['difficulty']:4} {row['recall']:.2f} {row['rr']:.2f} "
-              f"{row['precision']:.2f} | {' '.join(marks)}"
-              + (f"  MISSING {' '.join(missing)}" if missing else ""))
+def main_tasks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("split", "main") == "main"]
 
 
-def print_sweep(rows: list[dict[str, Any]], items: list[dict[str, Any]], scorer: Scorer) -> None:
-    """What a score cutoff would keep: packs cut at score < ratio x the best score."""
-    print("\ncutoff sweep (from these packs; ratio -> recall@8, MRR, precision@8, avg packed)")
-    pairs = [(row, item) for row, item in zip(rows, items, strict=True)
-             if item.get("split", "main") == "main"]
-    for ratio in (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
-        cut = []
-        for row, item in pairs:
-            best = row["scores"][0] if row["scores"] else 0.0
-            kept = [k for k, s in zip(row["picked"], row["scores"], strict=True)
-                    if s >= ratio * best]
-            cut.append(scorer.score(item, kept) | {"difficulty": item["difficulty"],
-                                                   "split": item.get("split", "main")})
-        s = summarise(cut)
-        print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  {s['precision@8']:.3f}  "
-              f"{s['avg_selected']:.2f}")
+def load_set(path: Path) -> dict[str, Any]:
+    """A labelled set: set.json as it is, a .yaml set through blind_set."""
+    if path.suffix in (".yaml", ".yml"):
+        return load_blind(path)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+Rows = list[dict[str, Any]]
+
+
+def evaluate(name: str, path: Path, args: argparse.Namespace) -> dict[str, Rows]:
+    """One labelled set in its own daemon: load, ask, print; returns its rows for the
+    side-by-side table."""
+    data = load_set(path)
+    items = data["tasks"]
+    if args.quick:  # every n-th task, so both difficulties and several topics are in it
+        main = [t for t in items if t.get("split", "main") == "main"]
+        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
+    scorer = Scorer(data)
+    root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
+    daemon = DaemonProcess(root / "home", env=daemon_env(args.without))
+    sweep: list[tuple[float, dict[str, float]]] = []
+    try:
+        write_config(daemon.home, args.set)
+        daemon.start()
+        ids = load(daemon, data["records"])
+        keys = {v: k for k, v in ids.items()}
+        print(f"\n== {_display(path)}: loaded {len(ids)} records; {len(items)} tasks"
+              + (f"; config {', '.join(args.set)}" if args.set else "")
+              + (f"; without {', '.join(args.without)}" if args.without else ""))
+        with daemon.client(timeout=120) as client:
+            ours = ask(client, items, keys, scorer)
+            uncut = with_ratio(client, 0.0, lambda: ask(client, items, keys, scorer))
+            base = baseline(client, items, keys, scorer)
+            for ratio in SWEEP if args.sweep else ():
+                rows = with_ratio(client, ratio, lambda r=ratio: ask(client, items, keys, scorer))
+                sweep.append((ratio, summarise(main_tasks(rows))))
+    finally:
+        daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+    print_table(f"memory.retrieve [{name}]",
+                by_difficulty(ours) | {"no cutoff": main_tasks(uncut)})
+    print_table(f"baseline [{name}]: memory.search (OR of the task's words, same eligibility), "
+                "top 8", by_difficulty(base))
+    if sweep:
+        print(f"\ncutoff sweep [{name}] (each ratio asked in the daemon; main tasks: "
+              "recall@8, MRR, precision@8, avg packed)")
+        for ratio, s in sweep:
+            print(f"  {ratio:4.2f}  {s['recall@8']:.3f}  {s['MRR']:.3f}  "
+                  f"{s['precision@8']:.3f}  {s['avg_selected']:.2f}")
+    if args.tasks:
+        print_tasks(ours, items, scorer)
+    held = by_difficulty(ours).get("held-out")
+    return ({name: main_tasks(ours)} | ({f"{name} held": held} if held else {})
+            | {f"{name} no cutoff": main_tasks(uncut), f"{name} fts5": main_tasks(base)})
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"only {QUICK_TASKS} tasks")
     parser.add_argument("--tasks", action="store_true", help="print one line per task")
-    parser.add_argument("--sweep", action="store_true", help="print a score-cutoff sweep")
+    parser.add_argument("--sweep", action="store_true",
+                        help="ask the main tasks again at other cutoff ratios")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config key for the daemon (TOML value), e.g. "
                              "engine.memory_retrieval_min_score_ratio=0.3")
@@ -242,6 +271,10 @@ def parse_args(argv: Iterable[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, action="append", default=[],
                         help="a labelled set (.json like set.json, or .yaml like blind.yaml); "
                              "repeatable; default both")
+    parser.add_argument("--locomo", type=Path, metavar="PATH",
+                        help="a local copy of LoCoMo (data/locomo10.json or locomo10.zip)")
+    parser.add_argument("--no-sets", action="store_true",
+                        help="skip the labelled sets (with --locomo: LoCoMo only)")
     return parser.parse_args(list(argv) if argv is not None else None)
 
 
@@ -276,70 +309,48 @@ def write_config(home: Path, settings: list[str]) -> None:
         "".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
 
 
-def load_set(path: Path) -> dict[str, Any]:
-    """A labelled set: set.json as it is, a .yaml set through blind_set."""
-    if path.suffix in (".yaml", ".yml"):
-        return load_blind(path)
-    return json.loads(path.read_text(encoding="utf-8"))
+def labelled_sets(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(name, path) of each set to run: the given ones, or both sets in tests/eval/."""
+    paths = paths or list(SET_PATHS)
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"--data {path}: no such file")
+    return [(p.stem, p) for p in paths]
 
 
-Rows = list[dict[str, Any]]
+def locomo(args: argparse.Namespace) -> None:
+    import eval_locomo
 
+    if args.locomo is None:
+        print(f"\nLoCoMo skipped: {eval_locomo.WHERE}")
+        return
+    root = Path(tempfile.mkdtemp(prefix="mev-locomo-", dir="/tmp"))
 
-def run_set(path: Path, args: argparse.Namespace) -> tuple[Rows, Rows]:
-    """One set through a fresh daemon: prints its tables; returns (retrieve rows, baseline rows)."""
-    data = load_set(path)
-    items = data["tasks"]
-    if args.quick:  # every n-th task, so both difficulties and several topics are in it
-        main = [t for t in items if t.get("split", "main") == "main"]
-        items = main[:: max(1, len(main) // QUICK_TASKS)][:QUICK_TASKS]
-    scorer = Scorer(data)
-    root = Path(tempfile.mkdtemp(prefix="mev-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home", env=daemon_env(args.without))
-    try:
+    def start(index: int) -> DaemonProcess:
+        daemon = DaemonProcess(root / f"home-{index}", env=daemon_env(args.without))
         write_config(daemon.home, args.set)
-        daemon.start()
-        ids = load(daemon, data["records"])
-        print(f"\n== {_name(path)}: loaded {len(ids)} records; {len(items)} tasks"
-              + (f"; config {', '.join(args.set)}" if args.set else "")
-              + (f"; without {', '.join(args.without)}" if args.without else ""))
-        ours, base = retrieve_all(daemon, items, ids, scorer)
-    finally:
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
-    print_table("memory.retrieve", by_difficulty(ours))
-    print_table("baseline: memory.search (OR of the task's words, same eligibility), top 8",
-                by_difficulty(base))
-    if args.sweep:
-        print_sweep(ours, items, scorer)
-    if args.tasks:
-        print_tasks(ours, items, scorer)
-    return ours, base
+        return daemon.start()
 
-
-def _name(path: Path) -> str:
     try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
+        eval_locomo.evaluate(args.locomo, args.quick, start)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main(argv: Iterable[str] | None = None) -> int:
     args = parse_args(argv)
-    paths = args.data or [SET_PATH, BLIND_PATH]
-    for path in paths:
-        if not path.is_file():
-            raise SystemExit(f"--data {path}: no such file")
-    overall: dict[str, list[dict[str, Any]]] = {}
-    for path in paths:
-        ours, base = run_set(path, args)
-        for split, rows in by_difficulty(ours).items():
-            if split in ("overall", "held-out"):
-                overall[path.stem + (" held" if split == "held-out" else "")] = rows
-        overall[f"{path.stem} fts5"] = by_difficulty(base)["overall"]
-    if len(paths) > 1:
-        print_table("all sets side by side (main tasks; held = held-out tasks; fts5 = the plain "
-                    "FTS5 baseline on the main tasks)", overall)
+    if args.locomo is not None and not args.locomo.exists():  # before the sets' minutes
+        import eval_locomo
+
+        raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
+    sets = [] if args.no_sets else labelled_sets(args.data)
+    side: dict[str, Rows] = {}
+    for name, path in sets:
+        side |= evaluate(name, path, args)
+    if len(sets) > 1:
+        print_table("all sets side by side (main tasks; held = held-out tasks; no cutoff = the "
+                    "same daemon at ratio 0; fts5 = the plain FTS5 baseline)", side)
+    locomo(args)
     return 0
 
 

@@ -108,12 +108,27 @@ def _object_at(data: dict[str, Any], key: str, where: Path) -> dict[str, Any]:
     return value
 
 
+# Keys that say how a server is reached. Switching an entry between a local command and a
+# gateway URL drops the other form's keys (Codex refuses an entry with both); other keys the
+# user added (timeouts, enabled) stay.
+STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
+REMOTE_KEYS = frozenset({"url", "headers", "bearer_token_env_var", "http_headers",
+                         "env_http_headers"})
+
+
+def _kept(current: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """What of the user's current entry survives a merge with `entry`."""
+    if not isinstance(current, dict):
+        return {}
+    other = STDIO_KEYS if "url" in entry else REMOTE_KEYS
+    return {k: v for k, v in current.items() if k not in other}
+
+
 def _server_merge(entry: dict[str, Any], where: Path) -> Callable[[dict[str, Any]], None]:
     def merge(data: dict[str, Any]) -> None:
         servers = _object_at(data, "mcpServers", where)
-        current = servers.get(SERVER)
         # Keep what the user added to the entry (env, timeouts); ours wins where both set.
-        servers[SERVER] = (current if isinstance(current, dict) else {}) | entry
+        servers[SERVER] = _kept(servers.get(SERVER), entry) | entry
     return merge
 
 
@@ -178,7 +193,7 @@ def _merge_codex(change: Change, entry: dict[str, Any]) -> None:
     if not isinstance(servers, dict):
         raise ConnectError(f"{change.path}: 'mcp_servers' is not a table; nothing was written")
     current = servers.get(SERVER) if isinstance(servers.get(SERVER), dict) else {}
-    merged = current | entry
+    merged = _kept(current, entry) | entry
     if old is not None and merged == current:
         return
     expected = data | {"mcp_servers": servers | {SERVER: merged}}
@@ -203,15 +218,37 @@ def _merge_codex(change: Change, entry: dict[str, Any]) -> None:
     change.pending = (old, new)
 
 
+@dataclass(frozen=True)
+class Remote:
+    """`connect --url`: the gateway's MCP endpoint and the variable that holds the token.
+    Only the variable's name is ever written; each agent reads the token from it."""
+    mcp_url: str
+    token_env: str
+
+    def entry(self, target: str) -> dict[str, Any]:
+        """The agent's documented remote form (SPEC §5.2)."""
+        if target == "claude-code":
+            return {"type": "http", "url": self.mcp_url,
+                    "headers": {"Authorization": f"Bearer ${{{self.token_env}}}"}}
+        if target == "codex":
+            return {"url": self.mcp_url, "bearer_token_env_var": self.token_env}
+        return {"url": self.mcp_url,
+                "headers": {"Authorization": f"Bearer ${{env:{self.token_env}}}"}}
+
+
 def plan(target: str, scope: str, invocation: list[str], agent_args: list[str],
-         home_dir: Path, project_dir: Path) -> list[tuple[Change, Callable[[Change], None]]]:
-    """What `connect` writes for `target`: (change, plan_it(change)) per file."""
+         home_dir: Path, project_dir: Path, remote: Remote | None = None
+         ) -> list[tuple[Change, Callable[[Change], None]]]:
+    """What `connect` writes for `target`: (change, plan_it(change)) per file. With `remote`,
+    the MCP entry points at the gateway and the hooks run `minionsctl --url`."""
     server = {"command": invocation[0], "args": [*invocation[1:], "mcp", *agent_args]}
+    if remote is not None:
+        server = remote.entry(target)
     if target == "claude-code":
         user = scope == "user"
         mcp_path = home_dir / ".claude.json" if user else project_dir / ".mcp.json"
         settings = (home_dir if user else project_dir) / ".claude" / "settings.json"
-        entry = {"type": "stdio"} | server
+        entry = server if remote is not None else {"type": "stdio"} | server
         commands = {event: shlex.join([*invocation, "hook", "claude-code", word, *agent_args])
                     for event, word in HOOK_EVENTS.items()}
         hooks_fragment = {"hooks": {event: [({"matcher": SESSION_START_MATCHER}
@@ -254,9 +291,9 @@ NEXT_STEPS = {
 
 def run(target: str, scope: str, invocation: list[str], agent_args: list[str],
         print_only: bool, home_dir: Path | None = None,
-        project_dir: Path | None = None) -> dict[str, Any]:
+        project_dir: Path | None = None, remote: Remote | None = None) -> dict[str, Any]:
     steps = plan(target, scope, invocation, agent_args, home_dir or Path.home(),
-                 project_dir or Path.cwd())
+                 project_dir or Path.cwd(), remote)
     for change, plan_it in steps:  # every file is read and merged before any is written
         plan_it(change)
     for change, _ in steps:
@@ -269,7 +306,8 @@ def run(target: str, scope: str, invocation: list[str], agent_args: list[str],
             # A project's files are committed and read by the team; a user's may hold secrets.
             _write(change, old, new, 0o644 if scope == "project" else 0o600)
     return {"agent": target, "scope": scope, "print": print_only,
-            "command": shlex.join([*invocation, "mcp", *agent_args]),
+            "command": (remote.mcp_url if remote is not None
+                        else shlex.join([*invocation, "mcp", *agent_args])),
             "files": [c.to_wire() | {"fragment": c.fragment} for c, _ in steps],
             "next": NEXT_STEPS[target]}
 
@@ -289,6 +327,7 @@ def describe(result: dict[str, Any]) -> str:
     if result["print"]:
         lines.append("# nothing was written (--print)")
     else:
-        lines.append(f"MCP server command: {result['command']}")
+        label = "MCP server URL" if result["command"].startswith("http") else "MCP server command"
+        lines.append(f"{label}: {result['command']}")
         lines.append(result["next"])
     return "\n".join(lines)

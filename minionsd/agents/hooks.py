@@ -16,6 +16,7 @@ whole hook). Standard library and minionsd's client only: it runs on every promp
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -23,7 +24,13 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
-from minionsd.agents.session import Session, ToolFailure, extract_section, standing_prompt
+from minionsd.agents.session import (
+    Session,
+    ToolFailure,
+    Transport,
+    extract_section,
+    standing_prompt,
+)
 from minionsd.text.fence import MEMORY_PREAMBLE
 
 SOCKET_TIMEOUT_S = 2.0
@@ -113,8 +120,10 @@ HANDLERS = {"session-start": session_start, "user-prompt": user_prompt}
 
 def run(tool: str, event: str, *, home: str | None, socket: str | None, agent: str | None,
         project: str | None, stdin: TextIO | None = None, stdout: TextIO | None = None,
-        stderr: TextIO | None = None) -> int:
-    """Run one hook; always exit 0. Output only when everything worked."""
+        stderr: TextIO | None = None, transport: Transport | None = None,
+        endpoint: str | None = None) -> int:
+    """Run one hook; always exit 0. Output only when everything worked. With a `transport`
+    (`minionsctl --url URL hook ...`), the calls go through it to a gateway at `endpoint`."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     try:
         with _deadline(HOOK_DEADLINE_S):
@@ -126,6 +135,8 @@ def run(tool: str, event: str, *, home: str | None, socket: str | None, agent: s
             cwd = _text_field(payload, "cwd")
             session = Session.create(home, socket, resolve_agent(agent),
                                      resolve_project(project, cwd), timeout=SOCKET_TIMEOUT_S)
+            if transport is not None:
+                session = dataclasses.replace(session, transport=transport, endpoint=endpoint)
             text = HANDLERS[event](session, payload)
     except (HookError, IdentityError) as exc:
         print(f"minionsctl hook {event}: {exc}", file=stderr)

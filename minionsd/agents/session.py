@@ -6,12 +6,18 @@ and a daemon that is down or hung turns into :class:`ToolFailure` with a message
 (or its human) can act on: down (no socket, connection refused) says how to start it; hung
 (it accepted the connection and never answered) says so, and how to see why. Standard library
 and minionsd's client only.
+
+The way to the daemon is pluggable: a session made with a `transport` (a function of method
+and params that raises the client's errors) sends every call through it instead of the socket,
+so the same tools run over the socket, over a gateway's /rpc (`minionsctl mcp --url`) or
+inside the gateway itself (on behalf of a token). `Session.call` stays the one interface.
 """
 
 from __future__ import annotations
 
 import os
 import socket as socketlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +26,8 @@ from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_
 from minionsd.text.fence import FENCE_NAME, fence
 
 CALL_TIMEOUT_S = 30.0
+# method, params -> result; raises RpcError, DaemonUnavailable, TimeoutError or OSError.
+Transport = Callable[[str, dict[str, Any]], Any]
 
 
 class ToolFailure(Exception):
@@ -38,6 +46,9 @@ class Session:
     agent: str
     project: str | None
     timeout: float = CALL_TIMEOUT_S
+    transport: Transport | None = None
+    # Where the transport leads, for messages (a gateway URL); None: the socket.
+    endpoint: str | None = None
 
     @classmethod
     def create(cls, home: str | None, socket: str | None, agent: str, project: str | None,
@@ -55,12 +66,22 @@ class Session:
                 "again.")
 
     def unreachable(self, reason: str) -> ToolFailure:
+        if self.endpoint is not None:
+            text = (f"minionsd is not reachable through {self.endpoint} ({reason}). Check "
+                    "that the gateway (`minionsctl serve`) and the daemon behind it run.")
+            return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
+                                                "url": self.endpoint, "detail": reason}})
         text = (f"minionsd is not reachable: nothing answers on {self.socket} ({reason}). "
                 + self.start_hint())
         return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
                                             "socket": str(self.socket), "detail": reason}})
 
     def hung(self, method: str) -> ToolFailure:
+        if self.endpoint is not None:
+            text = (f"minionsd did not answer {method} within {self.timeout:g} s through "
+                    f"{self.endpoint}: the gateway or the daemon behind it is busy or hung.")
+            return ToolFailure(text, {"error": {"kind": "daemon_hung", "method": method,
+                                                "url": self.endpoint}})
         text = (f"minionsd did not answer {method} within {self.timeout:g} s on {self.socket}: "
                 "the daemon is running but busy or hung. `minionsctl status` and the daemon's "
                 "log say which; restart it if it stays unresponsive (as a service: "
@@ -70,7 +91,10 @@ class Session:
 
     def problem(self) -> str | None:
         """Why the daemon cannot be reached, in a sentence, or None when something listens on
-        its socket (connecting only: a busy daemon is not reported as down)."""
+        its socket (connecting only: a busy daemon is not reported as down). A session with a
+        transport (a gateway) is not probed: its calls say what is wrong."""
+        if self.transport is not None:
+            return None
         probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
         probe.settimeout(0.1)
         try:
@@ -87,12 +111,23 @@ class Session:
             probe.close()
         return None
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        """One JSON-RPC call on a fresh connection; ToolFailure on any failure."""
+    def _send(self, method: str, params: dict[str, Any]) -> Any:
+        if self.transport is not None:
+            return self.transport(method, params)
         client = Client(self.socket, timeout=self.timeout)
         try:
             return client.call(method, params)
+        finally:
+            client.close()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One JSON-RPC call (a fresh socket connection, or the transport); ToolFailure on any
+        failure."""
+        try:
+            return self._send(method, params)
         except DaemonUnavailable as exc:
+            if self.transport is not None:
+                raise self.unreachable(str(exc)) from None
             refused = isinstance(exc.__cause__, ConnectionRefusedError)
             raise self.unreachable("connection refused: the daemon is not running" if refused
                                    else "no socket file there") from None
@@ -109,8 +144,6 @@ class Session:
         except (ConnectionError, OSError, ValueError) as exc:
             # ValueError: a reply that is not JSON, i.e. something else owns the socket.
             raise self.unreachable(f"{type(exc).__name__}: {exc}") from None
-        finally:
-            client.close()
 
 
 def extract_section(prompt_text: str, source: str) -> str | None:

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from minionsd.cli.common import EXIT_OK, EXIT_USAGE, Call, CommandError, home_of
+from minionsd.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Call,
+    CommandError,
+    UsageError,
+    home_of,
+    remote_of,
+)
 
 
 def _ctl_invocation(args: argparse.Namespace) -> list[str]:
@@ -60,33 +69,97 @@ def _identity_args(args: argparse.Namespace) -> list[str]:
     return words + (["--project", args.project] if args.project else [])
 
 
+def _remote_for_connect(args: argparse.Namespace) -> Any:
+    """connect --url: the gateway's /mcp URL (with ?project= when --project names one) and the
+    token's variable; the token itself is never read here, let alone written."""
+    from urllib.parse import quote
+
+    from minionsd.agents import connect
+    from minionsd.rpc.http_client import endpoint_url
+
+    try:
+        mcp_url = endpoint_url(args.url, "/mcp")
+    except ValueError as exc:
+        raise UsageError(f"--url: {exc}") from None
+    var = args.token_env or "MINIONS_TOKEN"
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+        raise UsageError(f"--token-env {var!r} is not an environment variable name")
+    if args.project and args.project != "auto":
+        mcp_url += "?project=" + quote(args.project, safe="")
+    return connect.Remote(mcp_url, var)
+
+
+def _remote_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """How a hook on the agent's machine runs minionsctl against the gateway (project files
+    are shared, so they name it without a path), and notes on what that means here."""
+    notes = []
+    if args.scope == "project":
+        command = ["minionsctl"]
+        if shutil.which("minionsctl") is None:
+            notes.append("`minionsctl` is not on PATH here; the project files run it by name, "
+                         "so every teammate (and you) needs it on PATH")
+    else:
+        command = _ctl_invocation(args)
+        command = command[:-2] if command[-2] in ("--home", "--socket") else command
+    return [*command, "--url", args.url, "--token-env",
+            args.token_env or "MINIONS_TOKEN"], notes
+
+
 def cmd_connect(args: argparse.Namespace, _call: Call) -> tuple[Any, Callable[[Any], str]]:
     from minionsd.agents import connect
 
     if not args.agent:
         args.agent = args.target
-    invocation, notes = (_project_invocation(args) if args.scope == "project"
-                         else (_ctl_invocation(args), []))
+    remote = _remote_for_connect(args) if args.url else None
+    if remote is not None:
+        invocation, notes = _remote_invocation(args)
+    else:
+        invocation, notes = (_project_invocation(args) if args.scope == "project"
+                             else (_ctl_invocation(args), []))
     try:
         result = connect.run(args.target, args.scope, invocation, _identity_args(args),
-                             args.print_only)
+                             args.print_only, remote=remote)
     except connect.ConnectError as exc:
         raise CommandError(str(exc)) from None
-    warning = _daemon_warning(args)
+    # Through a gateway, the daemon is on another machine: nothing to probe here.
+    warning = None if remote is not None else _daemon_warning(args)
     result["warnings"] = notes + ([warning] if warning else [])
     return result, connect.describe
 
 
+def gateway_transport(args: argparse.Namespace, timeout: float) -> tuple[Any, str] | None:
+    """(transport, URL) for a session that goes through a gateway (--url or $MINIONS_URL):
+    each call a fresh POST /rpc, so calls from several threads never share a connection.
+    None: the socket."""
+    remote = remote_of(args)
+    if remote is None:
+        return None
+    from minionsd.rpc.http_client import HttpClient
+
+    url, token = remote
+
+    def transport(method: str, params: dict[str, Any]) -> Any:
+        with HttpClient(url, token, timeout=timeout) as client:
+            return client.call(method, params)
+
+    return transport, HttpClient(url, token).url
+
+
 def run_mcp(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
-    from minionsd.agents.session import Session
+    from minionsd.agents.session import CALL_TIMEOUT_S, Session
 
     try:
         session = Session.create(args.home, args.socket, resolve_agent(args.agent),
                                  resolve_project(args.project))
-    except IdentityError as exc:
+        remote = gateway_transport(args, CALL_TIMEOUT_S)
+    except (IdentityError, UsageError, ValueError) as exc:
         print(f"minionsctl mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if remote is not None:
+        session = dataclasses.replace(session, transport=remote[0], endpoint=remote[1])
     from minionsd.agents import mcp_server
 
     try:
@@ -100,8 +173,15 @@ def run_mcp(args: argparse.Namespace) -> int:
 def run_hook(args: argparse.Namespace) -> int:
     from minionsd.agents import hooks
 
+    try:
+        remote = gateway_transport(args, hooks.SOCKET_TIMEOUT_S)
+    except (UsageError, ValueError) as exc:  # a hook never fails the session
+        print(f"minionsctl hook {args.event}: {exc}", file=sys.stderr)
+        return EXIT_OK
     return hooks.run(args.hook_agent, args.event, home=args.home, socket=args.socket,
-                     agent=args.agent, project=args.project)
+                     agent=args.agent, project=args.project,
+                     transport=remote[0] if remote else None,
+                     endpoint=remote[1] if remote else None)
 
 
 def is_hook_invocation(argv: list[str]) -> bool:

@@ -45,6 +45,40 @@ def socket_of(args: argparse.Namespace) -> Path:
     return Path(args.socket).expanduser() if args.socket else socket_for_home(home_of(args))
 
 
+def remote_of(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """(gateway URL, token) when the command goes through a gateway: `--url`, else
+    $MINIONS_URL unless --home or --socket name a local daemon; the token from the variable
+    `--token-env` names, else $MINIONS_TOKEN. None: use the socket."""
+    url = getattr(args, "url", None)
+    if not url and not args.home and not args.socket:
+        url = os.environ.get("MINIONS_URL") or None
+    if not url:
+        return None
+    warn_if_clear_text(url)
+    var = getattr(args, "token_env", None)
+    if var:
+        token = os.environ.get(var)
+        if not token:
+            raise UsageError(f"--token-env {var}: the environment variable {var} is not set "
+                             "(or empty); put the gateway token there")
+        return url, token
+    return url, os.environ.get("MINIONS_TOKEN") or None
+
+
+def warn_if_clear_text(url: str) -> None:
+    """One line on stderr when the token would cross a network unencrypted (plain http to a
+    host that is not this machine); the command still runs, as curl would."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme == "http" and host not in ("localhost", "::1") and not host.startswith(
+            "127."):
+        print(f"minionsctl: warning: {parts.scheme}://{host} is not encrypted, so the token "
+              "crosses the network in clear text; use https:// (TLS at the gateway or a "
+              "proxy)", file=sys.stderr)
+
+
 def read_stdin() -> str:
     """Standard input as strict UTF-8 (a leading BOM dropped), whatever the locale says:
     bytes that are not UTF-8 are refused, never replaced."""

@@ -61,14 +61,15 @@ def _fmt_restore(r: dict[str, Any]) -> str:
             f"start the daemon with: minionsd --home {r['home']}")
 
 
-def _minionsd_executable() -> str:
-    """The daemon's console script installed beside this Python (a venv's bin/, /usr/bin)."""
+def _executable(name: str = "minionsd") -> str:
+    """A console script (minionsd, or minionsctl for the gateway) installed beside this Python
+    (a venv's bin/, /usr/bin)."""
     # Not resolved: a venv's python is a symlink into the base install, whose bin/ has no
     # minionsd.
-    beside = Path(sys.executable).absolute().parent / "minionsd"
+    beside = Path(sys.executable).absolute().parent / name
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    raise CommandError(f"no minionsd executable beside {sys.executable}; install minionsd "
+    raise CommandError(f"no {name} executable beside {sys.executable}; install minionsd "
                        "into this Python environment first")
 
 
@@ -77,14 +78,17 @@ def cmd_service_install(args: argparse.Namespace, _call: Call) -> tuple[Any, For
     from minionsd.service import units as service
 
     kind = args.kind or ("launchd" if sys.platform == "darwin" else "user")
-    executable, home = _minionsd_executable(), str(home_of(args))
+    if args.gateway:
+        kind = service.gateway_kind(kind)
+    executable = _executable("minionsctl" if args.gateway else "minionsd")
+    home = str(home_of(args))
     warning = None
     try:
         text = service.render_unit(kind, executable, home)
-        if kind == "system":
+        if kind in ("system", "gateway-system"):
             service.check_system_paths(executable, home)
     except MinionsError as exc:
-        if not (args.print_only and kind == "system"):
+        if not (args.print_only and kind in ("system", "gateway-system")):
             raise CommandError(exc.detail) from None
         warning = exc.detail  # printing a unit is harmless; installing this one is refused
     path = service.default_install_path(kind)
@@ -109,8 +113,11 @@ def cmd_service_install(args: argparse.Namespace, _call: Call) -> tuple[Any, For
 
 def _fmt_service(r: dict[str, Any]) -> str:
     steps = [f"  {command}" for command in r["commands"]]
-    if r["kind"] == "system":
+    if r["kind"] in ("system", "gateway-system"):
         steps.insert(0, f"  (the home {r['home']} must exist and belong to the user 'minions')")
+    if r["kind"].startswith("gateway-"):
+        steps.append("  (it starts once a token exists: minionsctl token create NAME --agent ID "
+                     "--scope read)")
     if not r["written"]:
         # stdout carries only the unit, so it can be redirected into place.
         if r.get("warning"):
@@ -139,6 +146,8 @@ def add_parsers(add: AddParser) -> None:
                            help=where)
     p.add_argument("--print", dest="print_only", action="store_true",
                    help="print the file instead of writing it")
+    p.add_argument("--gateway", action="store_true",
+                   help="the HTTP gateway's unit (minionsctl serve) instead of the daemon's")
 
 
 COMMANDS = {"init": cmd_init, "restore": cmd_restore, "service install": cmd_service_install}

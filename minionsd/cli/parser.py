@@ -10,7 +10,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from minionsd.cli import admin, agents, inbox, knowledge, local, recall, records, status
+from minionsd.cli import (
+    admin,
+    agents,
+    gateway,
+    inbox,
+    knowledge,
+    local,
+    recall,
+    records,
+    status,
+    web,
+)
 from minionsd.cli.common import Command
 
 
@@ -34,10 +45,11 @@ class Parser(argparse.ArgumentParser):
 COMMANDS: dict[str, Command] = {
     **local.COMMANDS, **status.COMMANDS, **inbox.COMMANDS, **records.COMMANDS,
     **knowledge.COMMANDS, **recall.COMMANDS, **admin.COMMANDS, **agents.COMMANDS,
+    **gateway.COMMANDS, **web.COMMANDS,
 }
 _ADDERS = (local.add_init_parser, status.add_parsers, inbox.add_parsers, records.add_parsers,
            knowledge.add_parsers, recall.add_parsers, admin.add_parsers, local.add_parsers,
-           agents.add_agent_parsers)
+           agents.add_agent_parsers, gateway.add_parsers, web.add_parsers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "else <home>/engine/minionsd.sock)")
     parser.add_argument("--json", action="store_true",
                         help="print the raw JSON-RPC result (errors as JSON on stderr)")
+    parser.add_argument("--url", metavar="URL",
+                        help="run the command through a minionsd gateway (POST URL/rpc) "
+                             "instead of the socket (default $MINIONS_URL)")
+    parser.add_argument("--token-env", metavar="VAR",
+                        help="environment variable holding the gateway token (default "
+                             "MINIONS_TOKEN)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, help_text: str, parent: Any = sub) -> argparse.ArgumentParser:

@@ -25,11 +25,13 @@ from minionsd.cli.common import (
     CommandError,
     UsageError,
     home_of,
+    remote_of,
     socket_of,
 )
+from minionsd.cli.gateway import RUNNERS as GATEWAY_RUNNERS
 from minionsd.cli.parser import COMMANDS, ParseError, build_parser
 from minionsd.cli.progress import Progress
-from minionsd.rpc.client import Client, DaemonUnavailable, RpcError
+from minionsd.rpc.client import Client, DaemonUnavailable, GatewayRefused, RpcError
 
 CALL_TIMEOUT_S = 60.0
 # Jobs that can run for minutes on a big home: a long socket timeout and a progress line.
@@ -54,6 +56,33 @@ def report(as_json: bool, text: str, code: Any, message: str, detail: str | None
         print(f"minionsctl: {text}", file=sys.stderr)
 
 
+# Commands that work on this machine only: never through a gateway.
+LOCAL_ONLY = frozenset({"init", "restore", "service install", "token create", "token list",
+                        "token revoke"})
+
+
+def make_client(args: Any, name: str, timeout: float) -> Any:
+    """The socket client, or a gateway client under --url / $MINIONS_URL."""
+    remote = None if name == "connect" else remote_of(args)  # connect only writes files
+    if remote is None:
+        return Client(socket_of(args), timeout=timeout)
+    if name in LOCAL_ONLY:
+        raise UsageError(f"`{name}` works on the daemon's machine only, never through a "
+                         "gateway; drop --url (and unset MINIONS_URL)")
+    url, token = remote
+    from minionsd.rpc.http_client import HttpClient  # only for --url: http.client is not free
+
+    try:
+        return HttpClient(url, token, timeout=timeout)
+    except ValueError as exc:
+        raise UsageError(f"--url: {exc}") from None
+
+
+def where_of(client: Any) -> str:
+    """The socket path, or the gateway URL (an HttpClient's `where`)."""
+    return getattr(client, "where", None) or str(client.socket_path)
+
+
 def _parse_failure(exc: ParseError, argv: list[str]) -> int:
     if wants_json(argv) and not is_hook_invocation(argv):
         report(True, "", "usage", "usage error", exc.message)
@@ -76,8 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
     if name in AGENT_RUNNERS:
         return AGENT_RUNNERS[name](args)
+    if name in GATEWAY_RUNNERS:
+        return GATEWAY_RUNNERS[name](args)
     slow = name in SLOW_COMMANDS
-    client = Client(socket_of(args), timeout=SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
+    as_json = args.json
+    try:
+        client = make_client(args, name, SLOW_CALL_TIMEOUT_S if slow else CALL_TIMEOUT_S)
+    except UsageError as exc:
+        report(as_json, str(exc), "usage", "usage error", str(exc))
+        return EXIT_USAGE
     label = " ".join([name, *([args.job] if name == "maintenance" else [])])
 
     def call(method: str, params: dict[str, Any]) -> Any:
@@ -86,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         with Progress(label):
             return client.call(method, params)
 
-    as_json = args.json
     try:
         result, fmt = COMMANDS[name](args, call)
     except UsageError as exc:
@@ -95,7 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         report(as_json, str(exc), "failed", f"{name} failed", str(exc))
         return EXIT_ERROR
+    except GatewayRefused as exc:
+        report(as_json, str(exc), exc.reason, "refused by the gateway", exc.detail,
+               {"status": exc.status})
+        return EXIT_ERROR
     except DaemonUnavailable as exc:
+        if not isinstance(client, Client):
+            why = (f"{exc}. Check the URL, that `minionsctl serve` runs there and that the "
+                   "daemon behind it runs")
+            report(as_json, why, "unreachable", "minionsd is not reachable", why)
+            return EXIT_UNREACHABLE
         start = (f"minionsd --home {home_of(args)}   (or scripts/run, or "
                  "systemctl --user start minionsd)")
         if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
@@ -119,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         report(as_json, why, "timeout", "no answer in time", why)
         return EXIT_UNREACHABLE
     except OSError as exc:
-        report(as_json, f"cannot talk to minionsd on {client.socket_path}: {exc}",
+        report(as_json, f"cannot talk to minionsd on {where_of(client)}: {exc}",
                "connection_failed", "cannot talk to minionsd", str(exc))
         return EXIT_UNREACHABLE
     except KeyboardInterrupt:

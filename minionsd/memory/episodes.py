@@ -58,8 +58,12 @@ PARAMS = frozenset(
         "nonce",
         "expected_nonce",
         "injection_flagged",
+        "trust",
     }
 )
+# `system` for a capture made on this machine (a hook); the HTTP gateway sends `agent`: what a
+# token writes never gets system trust (SPEC §5.2).
+TRUSTS = ("system", "agent")
 MAX_LIST_ITEMS = 50
 MAX_ITEM_CHARS = 300
 MAX_FIELD_CHARS = 200
@@ -108,6 +112,10 @@ def build_episode(params: dict[str, Any], *, capture_enabled: bool) -> EpisodeDe
     injection_flagged = params.get("injection_flagged")
     if injection_flagged is not None and not isinstance(injection_flagged, bool):
         raise InvalidParams("injection_flagged must be true or false", param="injection_flagged")
+    trust = params.get("trust") or "system"
+    if trust not in TRUSTS:
+        raise InvalidParams(f"trust must be one of {', '.join(TRUSTS)}, got {trust!r}",
+                            param="trust")
 
     if not capture_enabled:
         return EpisodeDecision(reason="disabled")
@@ -123,7 +131,7 @@ def build_episode(params: dict[str, Any], *, capture_enabled: bool) -> EpisodeDe
     title = f"Task {task_id}: {outcome}" + (f" ({failure_class})" if failure_class else "")
     record = {
         "type": "episodic",
-        "trust": "system",
+        "trust": trust,
         "scope": scope,
         "title": title,
         "body": _render(

@@ -63,6 +63,12 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
+def note_project(meta: dict[str, Any]) -> str | None:
+    """The project a note's or knowledge entry's front matter names, else None."""
+    value = meta.get("project")
+    return str(value) if isinstance(value, str | int) and str(value).strip() else None
+
+
 @dataclass(frozen=True)
 class InboxNote:
     name: str

@@ -21,7 +21,7 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import ReadWarnings, create_new_text, decode_lenient
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.memory.consolidate import classify
-from minionsd.memory.inbox import check_author
+from minionsd.memory.inbox import check_author, note_project
 from minionsd.storage import kb_index, records
 from minionsd.text.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
 from minionsd.text.redact import redact
@@ -72,7 +72,11 @@ def prepare_entry(home: Home, params: Mapping[str, Any],
         meta["tags"] = tags
     heading = "" if first_heading(body) else f"# {title}\n\n"
     text = render_note(meta, heading + body.rstrip("\n") + "\n")
-    fields = record_fields(rel, text, trust="human", author=author)
+    trust = params.get("trust") or "human"
+    if trust not in ("human", "agent"):
+        # The HTTP gateway passes `agent`: what a token writes never gets human trust.
+        raise InvalidParams("'trust' must be human or agent", param="trust")
+    fields = record_fields(rel, text, trust=trust, author=author)
     return home.root / rel, text, fields
 
 
@@ -153,9 +157,14 @@ def read_entry_text(path: Path, warnings: ReadWarnings | None = None) -> str | N
 
 
 def list_entries(home: Home, category: object = None,
-                 warnings: ReadWarnings | None = None) -> dict[str, Any]:
+                 warnings: ReadWarnings | None = None, project: object = None) -> dict[str, Any]:
+    """Entries newest first, each with the project its front matter names (or None). With
+    `project`, only that project's entries and those that name none (a gateway token bound
+    to a project sees no other project's knowledge)."""
     if category is not None and not isinstance(category, str):
         raise InvalidParams("'category' must be a string", param="category")
+    if project is not None and not isinstance(project, str):
+        raise InvalidParams("'project' must be a string", param="project")
     entries = []
     for path in entry_paths(home, category):
         try:
@@ -165,8 +174,12 @@ def list_entries(home: Home, category: object = None,
         text = read_entry_text(path, warnings)
         if text is None:
             continue
+        meta, body = _parsed(text)
+        own = note_project(meta)
+        if project is not None and own not in (None, project):
+            continue
         entries.append({"path": home.rel(path), "category": path.parent.name,
-                        "title": _title(text, path),
+                        "title": _title_of(meta, body, path), "project": own,
                         "updated_at": iso(datetime.fromtimestamp(info.st_mtime, UTC)),
                         "_mtime": info.st_mtime})
     entries.sort(key=lambda e: (-e["_mtime"], e["path"]))
@@ -175,16 +188,23 @@ def list_entries(home: Home, category: object = None,
     return {"entries": entries}
 
 
-def _title(text: str, path: Path) -> str:
+def _parsed(text: str) -> tuple[dict[str, Any], str]:
     try:
         meta, body = parse_note(text)
     except FrontMatterError:
-        meta, body = {}, text
+        return {}, text
+    return (meta if isinstance(meta, dict) else {}), body
+
+
+def _title_of(meta: dict[str, Any], body: str, path: Path) -> str:
     title = meta.get("title")
     return str(title) if title else first_heading(body) or path.stem
 
 
-def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None) -> dict[str, Any]:
+def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
+              project: object = None) -> dict[str, Any]:
+    if project is not None and not isinstance(project, str):
+        raise InvalidParams("'project' must be a string", param="project")
     path = safe_relative(home.root, rel, "path")
     parts = Path(str(rel)).parts
     if len(parts) != 3 or parts[0] != "knowledge" or parts[1] not in KB_CATEGORIES \
@@ -197,11 +217,12 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None) -> 
     if text is None:
         raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
                             "symlink is never followed)", param="path")
-    try:
-        _meta, body = parse_note(text)
-    except FrontMatterError:
-        body = text
-    return {"path": str(rel), "category": parts[1], "title": _title(text, path), "body": body}
+    meta, body = _parsed(text)
+    own = note_project(meta)
+    if project is not None and own not in (None, project):
+        raise NotFound(f"no knowledge entry at {rel} in project {project}", path=rel)
+    return {"path": str(rel), "category": parts[1], "title": _title_of(meta, body, path),
+            "project": own, "body": body}
 
 
 def write_entry(path: Path, text: str) -> None:

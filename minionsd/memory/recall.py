@@ -45,16 +45,19 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
         app.recall_index = RecallIndex()
     found = candidates_mod.fetch_candidates(
         app.recall_index, conn, terms, project=project, agent=agent, now_iso=iso(now),
-        limit=cfg["engine.memory_retrieval_candidate_limit"])
+        limit=cfg["engine.memory_retrieval_candidate_limit"],
+        naming=query_mod.naming_terms(task))
     memos = app.recall_index.memos
     ranked = rank_mod.rank_lazily(found, task_files=query_mod.task_files(task),
-                                  project=project, agent=agent, now=now, memos=memos)
+                                  project=project, agent=agent, now=now, memos=memos,
+                                  cues=query_mod.cues(task))
     text, chosen = pack_mod.pack(ranked, distinct=True,
                                  top_k=cfg["engine.memory_retrieval_top_k"],
                                  max_bytes=cfg["engine.memory_retrieval_max_bytes"],
                                  min_score_ratio=cfg["engine.memory_retrieval_min_score_ratio"],
                                  smallest=min(map(pack_mod.min_size, found), default=0),
-                                 memos=memos)
+                                 memos=memos,
+                                 rare_left=sum(bool(c["rare_terms"]) for c in found))
     selected = [{"id": s.record["id"], "type": s.record["type"], "scope": s.record["scope"],
                  "trust": s.record["trust"], "date": s.record["created_at"][:10],
                  "source": s.record["source"], "score": round(s.score, 6), "bytes": size}

@@ -34,6 +34,17 @@ class DaemonUnavailable(ConnectionError):
     """Nothing answers on the socket, or the daemon went away before it answered."""
 
 
+class GatewayRefused(Exception):
+    """An HTTP gateway (minionsd.rpc.http_client) refused the request: a bad token (401),
+    too many requests (429)...; `status` and `reason` say which."""
+
+    def __init__(self, status: int, reason: str, detail: str) -> None:
+        super().__init__(f"the gateway refused the request (HTTP {status}): {detail}")
+        self.status = status
+        self.reason = reason
+        self.detail = detail
+
+
 def socket_for_home(home: str | os.PathLike[str]) -> Path:
     """The socket path a home uses: server.socket from its config.toml, else the default."""
     root = Path(home).expanduser()

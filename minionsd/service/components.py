@@ -12,7 +12,10 @@ from typing import Any
 from minionsd.memory import jobs
 from minionsd.memory.app import App
 from minionsd.memory.backup import BackupSurface
+from minionsd.memory.browse import BrowseSurface
 from minionsd.memory.recall import RecallSurface
+from minionsd.memory.tokens import TokenSurface
+from minionsd.memory.web_sessions import WebSessionSurface
 from minionsd.service.consolidation import ConsolidationService
 from minionsd.service.health import Health
 from minionsd.service.schedule import Scheduler
@@ -30,12 +33,16 @@ def build(app: App, notifier: Notifier, *,
     upkeep = jobs.InboxUpkeep(
         check_watchers=(inbox_watcher.check_observer, kb_watcher.check_observer),
         scan=consolidation.scan_report, poke=consolidation.poke_threadsafe)
+    recall = RecallSurface(app)
     return [
         consolidation,
         inbox_watcher,
         kb_watcher,
         KnowledgeSurface(app),
-        RecallSurface(app),
+        recall,
+        BrowseSurface(app, recall.telemetry),
+        TokenSurface(app),
+        WebSessionSurface(app),
         BackupSurface(app, pause_consolidation=consolidation.paused),
         Scheduler(app, jobs.job_table(upkeep)),
         Health(app, notifier, watchers_alive=inbox_watcher.healthy),

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
+from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.fileio import atomic_write_text
 from minionsd.home import check_name
@@ -21,7 +23,7 @@ from minionsd.memory import quarantine
 from minionsd.memory.app import App
 from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
-from minionsd.memory.inbox import Inbox
+from minionsd.memory.inbox import Inbox, note_project
 from minionsd.storage import journal, submissions
 from minionsd.threads import run_in_daemon_thread
 
@@ -206,9 +208,11 @@ class ConsolidationService:
             self.poke()
             return result
 
-        async def inbox_list(quarantined: Any = False) -> dict[str, Any]:
+        async def inbox_list(quarantined: Any = False, project: Any = None) -> dict[str, Any]:
             if not isinstance(quarantined, bool):
                 raise InvalidParams("'quarantined' must be true or false", param="quarantined")
+            if project is not None and not isinstance(project, str):
+                raise InvalidParams("'project' must be a string", param="project")
             if quarantined:
                 return {"quarantined": await run_in_daemon_thread(
                     quarantine.list_quarantined, self.app.home.quarantine,
@@ -216,8 +220,11 @@ class ConsolidationService:
             state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
-                 "eligible": state.is_eligible(n), "held": n.held}
-                for n in state.notes]}
+                 "eligible": state.is_eligible(n), "held": n.held,
+                 "held_by_file": n.meta.get("hold") is True,
+                 "modified_at": iso(datetime.fromtimestamp(n.mtime, UTC))}
+                for n in state.notes
+                if project is None or note_project(n.meta) in (None, project)]}
 
         async def inbox_hold(name: Any, held: Any) -> dict[str, Any]:
             check_name(name, "name")

@@ -27,18 +27,19 @@ class KnowledgeSurface(Surface):
         app = self.app
 
         async def knowledge_create(category: Any, title: Any, body: Any, author: Any,
-                                   project: Any = None, tags: Any = None) -> dict[str, Any]:
+                                   project: Any = None, tags: Any = None,
+                                   trust: Any = None) -> dict[str, Any]:
             params = {"category": category, "title": title, "body": body, "author": author,
-                      "project": project, "tags": tags}
+                      "project": project, "tags": tags, "trust": trust}
             return await run_in_daemon_thread(self._create, params, name="kb-create")
 
-        async def knowledge_list(category: Any = None) -> dict[str, Any]:
+        async def knowledge_list(category: Any = None, project: Any = None) -> dict[str, Any]:
             return await run_in_daemon_thread(knowledge.list_entries, app.home, category,
-                                              app.file_warnings)
+                                              app.file_warnings, project)
 
-        async def knowledge_get(path: Any) -> dict[str, Any]:
+        async def knowledge_get(path: Any, project: Any = None) -> dict[str, Any]:
             return await run_in_daemon_thread(knowledge.get_entry, app.home, path,
-                                              app.file_warnings)
+                                              app.file_warnings, project)
 
         async def pinned_get() -> dict[str, Any]:
             return await run_in_daemon_thread(pinned.get, app.home, app.file_warnings)

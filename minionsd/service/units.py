@@ -29,20 +29,34 @@ from xml.sax.saxutils import escape
 
 from minionsd.errors import InvalidParams
 
-Kind = Literal["system", "user", "launchd"]
+Kind = Literal["system", "user", "launchd", "gateway-system", "gateway-user",
+               "gateway-launchd"]
 
 LAUNCHD_LABEL = "com.minions.minionsd"
+GATEWAY_LAUNCHD_LABEL = "com.minions.minionsd-gateway"
+# The gateway kinds run `minionsctl serve` (@MINIONSD@ is then the minionsctl executable).
 TEMPLATES: dict[str, str] = {
     "system": "minionsd.service",
     "user": "minionsd-user.service",
     "launchd": f"{LAUNCHD_LABEL}.plist",
+    "gateway-system": "minionsd-gateway.service",
+    "gateway-user": "minionsd-gateway-user.service",
+    "gateway-launchd": f"{GATEWAY_LAUNCHD_LABEL}.plist",
 }
 # The paths the checked-in copies in systemd/ are rendered with.
 EXAMPLES: dict[str, tuple[str, str]] = {
     "system": ("/usr/local/bin/minionsd", "/var/lib/minionsd"),
     "user": ("%h/.local/bin/minionsd", "%h/.minions"),
     "launchd": ("/usr/local/bin/minionsd", "/Users/you/.minions"),
+    "gateway-system": ("/usr/local/bin/minionsctl", "/var/lib/minionsd"),
+    "gateway-user": ("%h/.local/bin/minionsctl", "%h/.minions"),
+    "gateway-launchd": ("/usr/local/bin/minionsctl", "/Users/you/.minions"),
 }
+
+
+def gateway_kind(kind: str) -> str:
+    """The gateway's kind beside a daemon kind: user -> gateway-user, ..."""
+    return kind if kind.startswith("gateway-") else f"gateway-{kind}"
 _UNSAFE = set("\"'\\$`") | {chr(c) for c in range(32)} | {"\x7f"}
 
 
@@ -68,7 +82,7 @@ def _value(kind: str, name: str, value: str) -> str:
         raise InvalidParams(
             f"{name} contains characters a service file cannot hold: {bad!r}", param=name
         )
-    if kind == "launchd":
+    if kind.endswith("launchd"):
         if not value.startswith("/"):
             raise InvalidParams(f"{name} must be an absolute path for launchd", param=name)
         return escape(value)
@@ -142,25 +156,30 @@ def default_install_path(kind: Kind, *, environ: Mapping[str, str] | None = None
     """Where `kind` is installed: the systemd system or user unit directory, or LaunchAgents."""
     _check_kind(kind)
     env = os.environ if environ is None else environ
-    if kind == "system":
+    if kind in ("system", "gateway-system"):
         return Path("/etc/systemd/system") / TEMPLATES[kind]
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    if kind == "user":
+    if kind in ("user", "gateway-user"):
         config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
         # Installed under the plain unit name, so `systemctl --user ... minionsd` finds it.
-        return config / "systemd" / "user" / "minionsd.service"
+        return config / "systemd" / "user" / f"{unit_name(kind)}.service"
     return home / "Library" / "LaunchAgents" / TEMPLATES[kind]
+
+
+def unit_name(kind: str) -> str:
+    return "minionsd-gateway" if kind.startswith("gateway-") else "minionsd"
 
 
 def enable_commands(kind: Kind, path: Path, *, uid: int | None = None) -> list[str]:
     """Shell commands that load and start an installed service file, for the CLI to print."""
     _check_kind(kind)
-    if kind == "system":
-        return ["systemctl daemon-reload", "systemctl enable --now minionsd"]
-    if kind == "user":
+    name = unit_name(kind)
+    if kind in ("system", "gateway-system"):
+        return ["systemctl daemon-reload", f"systemctl enable --now {name}"]
+    if kind in ("user", "gateway-user"):
         return [
             "systemctl --user daemon-reload",
-            "systemctl --user enable --now minionsd",
+            f"systemctl --user enable --now {name}",
             "loginctl enable-linger",
         ]
     uid = os.getuid() if uid is None else uid

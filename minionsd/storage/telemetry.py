@@ -55,14 +55,16 @@ def recent(conn: sqlite3.Connection, limit: Any) -> dict[str, Any]:
         raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_ROWS}", param="limit")
     rows = conn.execute(
         "SELECT * FROM retrieval_telemetry ORDER BY seq DESC LIMIT ?", (limit,)).fetchall()
-    out = []
-    for row in rows:
-        item = {key: row[key] for key in KEYS}
-        item["terms"] = json.loads(item["terms"])
-        item["selected_ids"] = json.loads(item["selected_ids"])
-        item["shadow"] = bool(item["shadow"])
-        out.append(item)
-    return {"rows": out}
+    return {"rows": [to_wire(row) for row in rows]}
+
+
+def to_wire(row: sqlite3.Row) -> dict[str, Any]:
+    """A stored row as the API shows it: exactly KEYS, lists and booleans decoded."""
+    item = {key: row[key] for key in KEYS}
+    item["terms"] = json.loads(item["terms"])
+    item["selected_ids"] = json.loads(item["selected_ids"])
+    item["shadow"] = bool(item["shadow"])
+    return item
 
 
 def prune(conn: sqlite3.Connection, keep: int = 100_000) -> int:

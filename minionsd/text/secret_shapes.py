@@ -53,6 +53,11 @@ TOKENS: tuple[tuple[str, str, str], ...] = (
     ),
     ("npm_token", "npm access token (npm_...)", r"npm_[A-Za-z0-9]{36,}"),
     (
+        "minionsd_token",
+        "minionsd gateway token (mnt_ + 43 URL-safe characters)",
+        r"mnt_[A-Za-z0-9_-]{43}" + _END,
+    ),
+    (
         "pypi_token",
         "PyPI or TestPyPI API token (pypi-AgE...), with or without a key name in front",
         r"pypi-Ag[A-Za-z0-9_-]{40,}",

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned")
-PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS)
+BOOSTS = ("scope", "trust", "recency", "path", "importance", "coverage", "pinned", "date",
+          "author")
+PARTS = ("synonyms", "narrative", "length", "boosts", *BOOSTS, "restated")
 
 
 def _switch_off(parts: set[str]) -> None:
-    from minionsd.memory.retrieval import candidates, query, rank
+    from minionsd.memory.retrieval import candidates, dedupe, query, rank
     from minionsd.storage import fts
     from minionsd.text.ftsquery import STOP_WORDS
 
@@ -44,6 +45,12 @@ def _switch_off(parts: set[str]) -> None:
         rank.W_COVERAGE = 0.0
     if without("pinned"):
         rank.W_PINNED = 0.0
+    if without("date"):
+        rank.W_DATE = 0.0
+    if without("author"):
+        rank.W_AUTHOR = 0.0
+    if without("restated"):  # no two bodies share more than all their words
+        dedupe.RESTATEMENT = 2.0
 
 
 _parts = {p for p in os.environ.get("EVAL_WITHOUT", "").split(",") if p}

@@ -1,5 +1,6 @@
-"""scripts/bench.py --quick --mcp runs every section end to end at a tiny size and prints each
-section's table. A smoke test: it checks what is printed, never how fast anything was."""
+"""scripts/bench.py --quick --mcp --gateway runs every section end to end at a tiny size and
+prints each section's table. A smoke test: it checks what is printed, never how fast anything
+was."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ RUN_TIMEOUT_S = 300
 
 def run_quick_bench() -> tuple[int, str, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, "scripts/bench.py", "--quick", "--mcp"], cwd=REPO,
+    proc = subprocess.Popen([sys.executable, "scripts/bench.py", "--quick", "--mcp",
+                             "--gateway"], cwd=REPO,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
@@ -51,6 +53,13 @@ def test_bench_quick_prints_every_section():
         r"p50 ms +p99 ms +max ms +samples$",
         r"^   prompt\.assemble \(raw socket\) +[\d.]+ +[\d.]+ +[\d.]+ +10$",
         r"^   memory_context \(MCP stdio\) +[\d.]+ +[\d.]+ +[\d.]+ +10$",
+        # ... and through the HTTP gateway
+        r"^   gateway: http://127\.0\.0\.1:\d+, MCP protocol ",
+        r"^   memory\.retrieve \(/rpc\) +[\d.]+ +[\d.]+ +[\d.]+ +10$",
+        r"^   prompt\.assemble \(/rpc\) +[\d.]+ +[\d.]+ +[\d.]+ +10$",
+        r"^   memory_context \(/mcp\) +[\d.]+ +[\d.]+ +[\d.]+ +10$",
+        r"^   prompt\.assemble through /rpc minus the socket: p50 ",
+        r"^   gateway RSS: VmHWM \d+ kB",
         # 2. search
         r"^== 2\. memory\.search: socket vs in-process records\.search\(\) \(20 queries",
         r"p50 ms +p90 ms +p99 ms +max ms +mean ms$",
@@ -69,6 +78,10 @@ def test_bench_quick_prints_every_section():
         # 6. minionsctl mcp start-up
         r"^== 6\. minionsctl mcp: process start -> initialize answered \(3 starts",
         r"^   p50 \d+ ms, p90 \d+ ms, max \d+ ms",
+        # 7. the web view's pages through minionsctl serve
+        r"^== 7\. web view at 200 records: 3 requests per page through minionsctl serve",
+        r"^   /records\?q=retry\+timeout +[\d.]+ +[\d.]+ +[\d,]+$",
+        r"^   slowest median +[\d.]+ ms: ",
         r"^== done in \d+ s",
     ]
     missing = [pattern for pattern in expected if not re.search(pattern, out, re.MULTILINE)]
@@ -76,7 +89,7 @@ def test_bench_quick_prints_every_section():
     # Each watch scenario saw its probe note archived and searchable (no timing checked).
     assert len(re.findall(r"^     archived & searchable p50 .*missed 0\)$", out,
                           re.MULTILINE)) == 2, out
-    # Every daemon the bench started (records, consolidation, watch, mcp-start) exited 0 on
-    # SIGTERM.
-    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 4, out
+    # Every daemon the bench started (records, consolidation, watch, mcp-start, web) exited 0
+    # on SIGTERM.
+    assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 5, out
     assert "Traceback" not in err, err

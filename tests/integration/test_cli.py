@@ -16,7 +16,8 @@ from minionsd.client import RpcError
 from tests.conftest import REPO, wait_for
 
 HEAVY = ("anthropic", "watchdog", "apscheduler", "structlog", "yaml", "filelock", "tomli_w",
-         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio")
+         "httpx", "sqlite3", "asyncio", "mcp", "mcp_types", "pydantic", "anyio",
+         "starlette", "uvicorn", "jinja2", "markdown_it")
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -186,6 +187,8 @@ def test_json_before_and_after_every_command():
         "config get": [], "config set": ["k", "v"], "maintenance": ["reindex"],
         "telemetry": [], "backup": ["/tmp/b"], "restore": ["/tmp/b"],
         "service install": ["--print"], "connect": ["codex", "--print"],
+        "token create": ["n", "--agent", "a", "--scope", "read"], "token list": [],
+        "token revoke": ["n"], "web": ["--no-open"],
     }
     assert set(minimal) == set(cli.COMMANDS), "a new command needs an entry here"
     parser = cli.build_parser()

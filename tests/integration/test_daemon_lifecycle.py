@@ -17,7 +17,8 @@ from tests.conftest import REPO, wait_for
 
 COMPONENTS_IN_START_ORDER = ["ConsolidationService", "InboxWatcher", "KnowledgeWatcher",
                              "KnowledgeSurface",
-                             "RecallSurface", "BackupSurface", "Scheduler", "Health"]
+                             "RecallSurface", "TokenSurface", "BackupSurface", "Scheduler",
+                             "Health"]
 
 
 def events(daemon) -> list[dict]:

@@ -28,7 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.memory.retrieval import planner, scoring
-from minionsd.memory.retrieval.candidates import fetch_candidates, fetch_candidates_naive
+from minionsd.memory.retrieval.candidates import (
+    RARE_DF,
+    fetch_candidates,
+    fetch_candidates_naive,
+    rare_limit,
+)
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.pack import dedupe, pack
 from minionsd.memory.retrieval.query import task_files, task_terms
@@ -307,6 +312,21 @@ def test_nothing_to_find(conn: sqlite3.Connection) -> None:
     assert search(conn, []) == []
     assert search(conn, ["absent"]) == []
     assert search(conn, ["body"], limit=0) == []
+
+
+def test_rare_terms_are_the_naming_terms_few_records_hold(conn: sqlite3.Connection) -> None:
+    """A naming term held by at most RARE_DF records is reported with each record holding it;
+    one held by more (v2 here), or a term that is not a naming term, is not."""
+    add(conn, "M-1", "ERR_QUOTA means the ledger refused; deploy v2 first")
+    add(conn, "M-2", "errquota again after the v2 deploy")
+    for i in range(RARE_DF + 1):
+        add(conn, f"M-v{i}", f"deploy v2 of service {i}")
+    terms = ["err", "quota", "errquota", "deploy", "v2"]
+    found = {r["id"]: r["rare_terms"] for r in search(conn, terms, naming={"errquota", "v2"})}
+    assert found["M-1"] == found["M-2"] == ("errquota",)
+    assert all(found[f"M-v{i}"] == () for i in range(RARE_DF + 1))
+    assert all(r["rare_terms"] == () for r in search(conn, terms))  # no naming terms given
+    assert rare_limit(100) == RARE_DF and rare_limit(100_000) == 100
 
 
 def test_new_record_found_at_once(conn: sqlite3.Connection) -> None:

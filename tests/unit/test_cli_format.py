@@ -8,6 +8,7 @@ import argparse
 import json
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -230,3 +231,19 @@ def test_every_cli_module_is_under_400_lines() -> None:
     sizes = {p.name: len(p.read_text().splitlines())
              for p in Path(fmt.__file__).parent.glob("*.py")}
     assert len(sizes) >= 10 and max(sizes.values()) < 400, sizes
+
+
+@pytest.mark.parametrize(("url", "warned"), [
+    ("http://memory.example.com:8765", True),
+    ("http://10.1.2.3:8765/", True),
+    ("https://memory.example.com", False),
+    ("http://127.0.0.1:8765", False),
+    ("http://localhost:8765", False),
+    ("http://[::1]:8765", False),
+])
+def test_a_token_sent_in_clear_text_is_warned_about(capsys, url, warned):
+    from minionsd.cli.common import warn_if_clear_text
+
+    warn_if_clear_text(url)
+    err = capsys.readouterr().err
+    assert ("clear text" in err) is warned and "mnt_" not in err

@@ -84,11 +84,12 @@ def test_trust_follows_the_author_only():
 
 def test_human_authors_default_to_the_login_name(tmp_path):
     from minionsd import config as config_mod
+    from minionsd.home import Home
     from minionsd.memory.app import App
 
     def humans(tree, login):
         cfg = config_mod.Config(tmp_path / "config.toml", tree, None)
-        return App(home=None, config=cfg, db=None, login_name=login).human_authors()
+        return App(home=Home(tmp_path), config=cfg, db=None, login_name=login).human_authors()
 
     assert humans({}, "dev") == {"dev"}
     assert humans({"trust": {"human_authors": ["alice", "bob"]}}, "dev") == {"alice", "bob"}

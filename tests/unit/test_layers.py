@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("service", ("minionsd.service",)),
     ("rpc", ("minionsd.rpc", "minionsd.client")),
     ("agents", ("minionsd.agents",)),
+    ("gateway", ("minionsd.gateway",)),
     ("cli", ("minionsd.cli",)),
     ("entry", ("minionsd.daemon",)),
 ]
@@ -32,6 +33,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 AGENTS_MAY_IMPORT = ("minionsd.agents", "minionsd.client", "minionsd.rpc.client", "minionsd.fileio",
                      "minionsd.text.fence", "minionsd.errors", "minionsd")
 ONLY_AGENTS_IMPORT = ("mcp",)
+# The HTTP gateway is a client of the socket too: it may import agents/ (the shared tool
+# definitions), the client, text/ and the foundation, never storage/, memory/, service/ or
+# the daemon's rpc server.
+GATEWAY_MAY_NOT_IMPORT = ("minionsd.storage", "minionsd.memory", "minionsd.service",
+                          "minionsd.rpc.server", "minionsd.rpc.methods", "minionsd.daemon")
+SDK_IMPORTERS = ("minionsd.agents", "minionsd.gateway")
 
 
 def layer_of(module: str) -> int:
@@ -96,8 +103,12 @@ def test_imports_follow_the_layers(name):
     for line, target in imports(MODULES[name], name):
         top = target.split(".")[0]
         if top in ONLY_AGENTS_IMPORT:
-            assert name.startswith("minionsd.agents"), (
-                f"{name}:{line} imports {target}; only minionsd.agents may")
+            assert name.startswith(SDK_IMPORTERS), (
+                f"{name}:{line} imports {target}; only minionsd.agents and minionsd.gateway may")
+        if name.startswith("minionsd.gateway"):
+            assert not target.startswith(GATEWAY_MAY_NOT_IMPORT), (
+                f"{name}:{line} imports {target}: the gateway reaches the daemon only through "
+                "its socket")
         if not target.startswith("minionsd"):
             continue
         if name.startswith("minionsd.agents"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.memory.retrieval.pack import dedupe, pack, render_item, score_floor
+from minionsd.memory.retrieval.pack import (
+    FOLLOW,
+    LAST_FLOOR,
+    dedupe,
+    pack,
+    render_item,
+    score_floor,
+)
 from minionsd.memory.retrieval.rank import Scored, rank
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -304,7 +312,7 @@ def test_lazy_ranking_is_the_full_ranking_in_order(records: list[dict[str, Any]]
     keys = [(-s.score, s.id) for s in full]
     assert keys == sorted(keys)
     assert all(s.score == sum(v for _, v in s.parts) for s in full)
-    assert all(len(s.parts) == 9 and s.parts[4][0] == "path" for s in full)
+    assert all(len(s.parts) == 11 and s.parts[4][0] == "path" for s in full)
 
 
 def test_lazy_ranking_skips_path_boosts_it_is_not_asked_for(
@@ -370,27 +378,92 @@ def test_score_floor() -> None:
 
 def test_pack_leaves_out_records_below_the_cutoff() -> None:
     items = [S("M-1", 1.5, "auth 429"), S("M-2", 0.7, "token refresh timeout"),
-             S("M-3", 0.59, "mypy stubs"), S("M-4", 0.3, "linker failure")]
+             S("M-3", 0.45, "mypy stubs"), S("M-4", 0.3, "linker failure")]
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.4)
     assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
     _text, chosen = pack(items, top_k=8, max_bytes=8192)
     assert [s.id for s, _ in chosen] == ["M-1", "M-2", "M-3", "M-4"]
 
 
+def test_the_cutoff_does_not_split_a_run_of_close_scores() -> None:
+    """Below the floor (0.6 here) a record close to the one packed before it (FOLLOW) is
+    packed, down to LAST_FLOOR of the floor (0.42); the first clear drop ends the run."""
+    assert (FOLLOW, LAST_FLOOR) == (0.8, 0.7)
+    items = [S("M-1", 1.5, "a"), S("M-2", 0.7, "b"), S("M-3", 0.58, "c"), S("M-4", 0.48, "d"),
+             S("M-5", 0.43, "e"), S("M-6", 0.41, "f")]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    # M-6 follows M-5 closely but is below LAST_FLOOR of the floor.
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2", "M-3", "M-4", "M-5"]
+    gap = [S("M-1", 1.5, "a"), S("M-2", 0.55, "b"), S("M-3", 0.54, "c")]
+    _text, chosen = pack(gap, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    assert [s.id for s, _ in chosen] == ["M-1"]  # a clear drop right after the best
+    drop = [S("M-1", 1.5, "a"), S("M-2", 0.7, "b"), S("M-3", 0.5, "c"), S("M-4", 0.49, "d")]
+    _text, chosen = pack(drop, top_k=8, max_bytes=8192, min_score_ratio=0.4)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]  # 0.5 < 0.8 x 0.7: the run ends
+
+
+def test_a_record_with_a_rare_term_of_the_task_is_not_cut() -> None:
+    def R(rid: str, score: float, *rare: str) -> Scored:
+        return Scored(score, rec(rid, body=f"body of {rid}", rare_terms=rare))
+
+    items = [R("M-1", 2.0), R("M-2", 0.5), R("M-3", 0.2, "errconnreset"),
+             R("M-4", 0.15, "errconnreset"), R("M-5", 0.1, "e1234", "errconnreset"),
+             R("M-6", 0.05)]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45, rare_left=3)
+    # M-4 names nothing M-3 did not; M-5 names a code no packed record holds.
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-5"]
+    best_names_it = [R("M-1", 2.0, "errconnreset"), *items[1:]]
+    _text, chosen = pack(best_names_it, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         rare_left=4)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-5"]
+
+
+def test_the_cutoff_stops_reading_once_nothing_after_can_be_packed() -> None:
+    read: list[str] = []
+
+    def lazily(items: list[Scored]) -> Iterator[Scored]:
+        for item in items:
+            read.append(item.id)
+            yield item
+
+    items = [S("M-1", 2.0, "a"), S("M-2", 0.5, "b"), S("M-3", 0.4, "c"), S("M-4", 0.3, "d")]
+    _text, chosen = pack(lazily(items), top_k=8, max_bytes=8192, min_score_ratio=0.45)
+    assert [s.id for s, _ in chosen] == ["M-1"] and read == ["M-1", "M-2"]
+
+
 def test_the_cutoff_is_relative_to_the_best_record_even_when_it_does_not_fit() -> None:
-    items = [S("M-big", 2.0, "x" * 5000), S("M-1", 1.2, "fits"), S("M-2", 0.9, "below")]
+    items = [S("M-big", 2.0, "x" * 5000), S("M-1", 1.2, "fits"), S("M-2", 0.5, "below")]
     _text, chosen = pack(items, top_k=8, max_bytes=1000, min_score_ratio=0.5)
     assert [s.id for s, _ in chosen] == ["M-1"]
 
 
-@given(st.lists(st.floats(0, 10), max_size=20), st.floats(0, 1), st.integers(1, 10))
-def test_pack_cutoff_invariants(scores: list[float], ratio: float, top_k: int) -> None:
-    items = sorted((S(f"M-{i:02d}", score, f"body {i}") for i, score in enumerate(scores)),
+@given(st.lists(st.tuples(st.floats(0, 10), st.sampled_from(["", "x", "y"])), max_size=20),
+       st.floats(0, 1), st.integers(1, 10))
+def test_pack_cutoff_invariants(entries: list[tuple[float, str]], ratio: float,
+                                top_k: int) -> None:
+    items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}",
+                                      rare_terms=(rare,) if rare else ()))
+                    for i, (score, rare) in enumerate(entries)),
                    key=lambda s: (-s.score, s.id))
-    _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio)
+    rare_left = sum(bool(s.record["rare_terms"]) for s in items)
+    _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
+                         rare_left=rare_left)
     packed = [s for s, _ in chosen]
     best = items[0].score if items else 0.0
-    assert all(s.score >= ratio * best - 1e-12 for s in packed)
+    floor = score_floor(best, ratio)
     # Everything at or above the floor is packed, up to top_k, in order.
-    expected = [s for s in items if s.score >= score_floor(best, ratio)][:top_k]
-    assert [s.id for s in packed] == [s.id for s in expected]
+    above = [s.id for s in items if s.score >= floor][:top_k]
+    assert [s.id for s in packed][:len(above)] == above
+    # Below it, each packed record follows the last one packed for its score closely, or
+    # holds a rare term no record packed before it holds.
+    last, named = best, set()
+    for item in packed:
+        rare = set(item.record["rare_terms"])
+        by_score = item.score >= floor or (item.score >= LAST_FLOOR * floor
+                                           and item.score >= FOLLOW * last)
+        assert by_score or rare - named, (item, last, named)
+        if by_score:
+            last = item.score
+        named |= rare
+    if ratio == 0:
+        assert len(packed) == min(top_k, len(items))

@@ -129,6 +129,10 @@ SECRETS = [
     ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc", "stripe_key"),
     ("AIzaSyA-1234567890abcdefghijklmnopqrstu", "AIzaSyA-1234567890", "google_api_key"),
     ("npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghij", "npm_token"),
+    ("MINIONS_TOKEN=mnt_f_eOu5xIvILyinazNzwCWIXsbH7t8XH55xzaKuubohE",
+     "eOu5xIvILyinaz", "minionsd_token"),
+    ("Bearer mnt_-5ATrxTonqwThpK6q_-k_gEdl6b792j2VaDT7_0ally",
+     "5ATrxTonqwThpK6q", "minionsd_token"),
 ]
 
 PEM = """config written:

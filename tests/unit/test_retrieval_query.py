@@ -12,6 +12,7 @@ from minionsd.memory.retrieval.query import (
     MAX_TERMS,
     TASK_BOILERPLATE,
     TASK_STOP_WORDS,
+    naming_terms,
     normalise_path,
     task_files,
     task_terms,
@@ -128,6 +129,18 @@ def test_any_task_gives_bounded_unique_terms(task: dict[str, Any]) -> None:
         assert term == term.lower() and term.isalnum() and term not in TASK_STOP_WORDS
     for path in task_files(task):
         assert path and "\\" not in path and not path.startswith("./")
+
+
+def test_naming_terms_are_identifiers_codes_numbers_and_file_names() -> None:
+    task = {"id": "W-1", "title": "ERR_CONN_RESET in TokenRefresher after the v2 deploy: 429",
+            "description": "the double-entry check in ledger/post.py fails",
+            "files": ["src/auth/token_refresh.py", "README.md"],
+            "pr": {"branch": "fix/refresh-429", "files": ["web/app.ts"]}}
+    assert naming_terms(task) == {"errconnreset", "tokenrefresher", "v2", "429", "doubleentry",
+                                  "tokenrefresh", "readme", "refresh429", "app"}
+    assert naming_terms(task) <= {*task_terms(task, 100), "app"}  # spelled as terms are
+    assert naming_terms({"id": "W-2", "title": "The export page is slow again"}) == set()
+    assert naming_terms("not a task") == set()  # type: ignore[arg-type]
 
 
 def _whole(text: str) -> str:

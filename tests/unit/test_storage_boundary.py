@@ -22,11 +22,15 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
     "storage/records.py": "memory_records: insert, lifecycle, search, expiry, counts",
     "storage/telemetry.py": "retrieval telemetry rows",
+    "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
+                         "retrievals that selected a record, an agent's latest retrievals",
+    "storage/web_sessions.py": "the web view's sessions and one-time sign-in links",
     "storage/journal.py": "the consolidation journal: batches, batch_notes, counters",
     "storage/submissions.py": "inbox holds, claimed submission names, findings per task",
     "storage/kb_index.py": "kb_files: which KB file feeds which record, at which hash",
     "storage/purged.py": "purged_records and the statements of a purge",
     "storage/job_runs.py": "maintenance jobs' last results",
+    "storage/tokens.py": "gateway_tokens: the gateway's bearer tokens, by SHA-256 digest",
     "storage/fts.py": "the FTS5 index through documented interfaces: stems, term counts, "
                       "statistics, the planner's searches, merge steps",
     "storage/recall.py": "what retrieval's record view follows (the change log, filter "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any
 
 from minionsd.memory.retrieval import eligibility, planner, scoring
@@ -24,6 +25,16 @@ from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts, recall, records
 from minionsd.storage.fts import index_stats
 from minionsd.text.ftsquery import match_expression
+
+# A naming term (query.naming_terms: an identifier, an error code, a file name) is rare when at
+# most this many records hold it, or this share of them in a large memory: a record matching
+# one is the note about that thing, and the pack's cutoff does not drop it (pack.pack).
+RARE_DF = 5
+RARE_SHARE = 0.001
+
+
+def rare_limit(rows: int) -> int:
+    return max(RARE_DF, int(rows * RARE_SHARE))
 
 
 def fetch_candidates(
@@ -36,23 +47,27 @@ def fetch_candidates(
     now_iso: str,
     limit: int,
     length_b: float = scoring.LENGTH_B,
+    naming: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Up to `limit` retrievable records matching the terms, best bm25 first.
 
     Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
-    own bm25) and ``matched_terms`` (how many of `terms` it contains). Ties are broken by id.
+    own bm25), ``matched_terms`` (how many of `terms` it contains) and ``rare_terms`` (the
+    terms of `naming` it contains that are rare in the memory, :func:`rare_limit`, as a
+    tuple). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
         return []
     with recall.snapshot(conn):
-        return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b)
+        return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b,
+                      frozenset(naming))
 
 
 def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
            project: str | None, agent: str | None, now_iso: str,
-           limit: int, length_b: float) -> list[dict[str, Any]]:
+           limit: int, length_b: float, naming: frozenset[str]) -> list[dict[str, Any]]:
     view = index.view
     token = view.sync(conn)
     stats = index_stats(conn)
@@ -73,6 +88,9 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         if stem is not None:
             stem_terms[stem].append(term)
     stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
+    most = rare_limit(stats.rows)
+    rare = {stem: named for stem, group in stem_terms.items()
+            if (named := tuple(t for t in group if t in naming and dfs[t] <= most))}
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
@@ -86,7 +104,9 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         if record is None:  # deleted since the pool was read; skip rather than fail
             continue
         matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
-        out.append(dict(record, bm25=score, matched_terms=matched))
+        named = tuple(t for stem in counted_row.freq if stem in rare for t in rare[stem]) \
+            if rare else ()
+        out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named))
     return out
 
 

@@ -2,19 +2,16 @@
 
 This module owns what an agent reads of each recalled record and how many fit. Pure functions.
 
-* :func:`dedupe` keeps one record per body: bodies that are equal, or nearly equal, as
-  sequences of lower-cased words (runs of letters, digits and ``_``; punctuation, Markdown and
-  line breaks do not count) count as one, and the best-scored survives. Nearly equal: the
-  smaller body has at least ``SIZE_RATIO`` of the larger one's word 3-shingles and at least
-  ``NEAR_DUPLICATE`` of its shingles occur in the larger (a re-wrapped, re-punctuated or
-  re-marked copy, one with a remark appended, or with a word changed in a long note).
+* Duplicates and restatements are left out while packing (:mod:`.dedupe`).
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
   within ``max_bytes`` UTF-8 bytes; a record that does not fit is skipped and a later, smaller one
-  may still be taken. A record scoring below ``min_score_ratio`` times the best record's score
-  (:func:`score_floor`) is not packed: ``top_k`` is a ceiling, not a quota. The result is what
-  goes inside the untrusted-input fence.
+  may still be taken. The score cutoff (:class:`Cutoff`) leaves out weak matches: a record
+  scoring below ``min_score_ratio`` times the best record's score (:func:`score_floor`) is
+  packed only when it closely follows the record packed before it, or holds a rare
+  identifier, error code or file name of the task that no packed record holds: ``top_k`` is a
+  ceiling, not a quota. The result is what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
 (plus one blank line between items).
@@ -22,95 +19,25 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 
 from __future__ import annotations
 
-import bisect
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from minionsd.memory.retrieval.dedupe import Distinct, dedupe
 from minionsd.memory.retrieval.rank import Scored
 
 if TYPE_CHECKING:
     from minionsd.memory.retrieval.memos import TextMemos
 
-NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger one
-SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
-SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
-_WORD_RE = re.compile(r"\w+")
+__all__ = ["Cutoff", "dedupe", "min_size", "pack", "render_fields", "render_item", "score_floor"]
+
+# Below the floor, a record this close to the one packed before it is packed, down to
+# LAST_FLOOR of the floor (both chosen on the first evaluation set: docs/retrieval.md).
+FOLLOW = 0.8
+LAST_FLOOR = 0.7
 ITEM_SEPARATOR = "\n\n"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _comparable(record: Mapping[str, Any],
-                memos: TextMemos | None) -> tuple[str, frozenset[tuple[str, ...]]]:
-    """A body as dedupe compares it: its lower-cased words (runs of letters, digits and
-    ``_``) joined by single spaces, and their 3-shingles."""
-    body = record.get("body")
-    if not isinstance(body, str):
-        body = ""
-    if memos is not None and len(body) <= SHINGLES_CACHED_CHARS:
-        return memos.comparable(body)
-    return comparable_body(body)
-
-
-def comparable_body(body: str) -> tuple[str, frozenset[tuple[str, ...]]]:
-    words = _WORD_RE.findall(body.lower())
-    return " ".join(words), _shingles(words)
-
-
-# Memoised (memos.py) only for bodies of ordinary size: words, text and shingles take ~26
-# bytes per body character, so a huge note is compared each time rather than held.
-SHINGLES_CACHED_CHARS = 4096
-
-
-def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
-    # Tuples of words: cheaper to build than joined strings, and a set keeps each entry's hash,
-    # so comparing two shingle sets does not hash the tuples again.
-    if len(words) < SHINGLE:
-        return frozenset([tuple(words)])
-    return frozenset(zip(words, words[1:], words[2:], strict=False))
-
-
-def dedupe(scored: list[Scored], memos: TextMemos | None = None) -> list[Scored]:
-    """Best-scored first (ties by id), without exact or near duplicate bodies."""
-    distinct = _Distinct(len(scored), memos)
-    return [item for item in sorted(scored, key=lambda s: (-s.score, s.id))
-            if distinct.admit(item)]
-
-
-def near_duplicates(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
-    """The shingle test of :func:`dedupe` (equal word sequences are checked before it)."""
-    small, large = sorted((len(a), len(b)))
-    if small < SIZE_RATIO * large:
-        return False
-    return len(a & b) >= NEAR_DUPLICATE * small
-
-
-class _Distinct:
-    """Remembers admitted bodies; refuses exact and near duplicates of them."""
-
-    def __init__(self, capacity: int, memos: TextMemos | None = None) -> None:
-        self.capacity = capacity
-        self.memos = memos
-        self.seen_bodies: set[str] = set()
-        # Admitted shingle sets sorted by size: only bodies of similar size (SIZE_RATIO) can
-        # be near duplicates, so only those are compared.
-        self.by_size: list[tuple[int, int, frozenset[tuple[str, ...]]]] = []
-
-    def admit(self, item: Scored) -> bool:
-        body, shingles = _comparable(item.record, self.memos)
-        if body in self.seen_bodies:
-            return False
-        n = len(shingles)
-        low = bisect.bisect_left(self.by_size, (math.ceil(SIZE_RATIO * n), -1))
-        high = bisect.bisect_right(self.by_size, (math.floor(n / SIZE_RATIO), self.capacity))
-        if any(len(shingles & other) >= NEAR_DUPLICATE * min(n, size)
-               for size, _order, other in self.by_size[low:high]):
-            return False
-        self.seen_bodies.add(body)
-        bisect.insort(self.by_size, (n, len(self.seen_bodies), shingles))
-        return True
 
 
 def _one_line(value: Any, default: str = "unknown") -> str:
@@ -198,24 +125,67 @@ def min_size(record: Mapping[str, Any]) -> int:
 
 
 def score_floor(best: float, ratio: float) -> float:
-    """The least score packed next to a best record scoring `best` (ratio clamped to 0..1)."""
+    """The least score packed on its own next to a best record scoring `best` (ratio clamped
+    to 0..1); below it a record needs a reason (:class:`Cutoff`)."""
     return max(0.0, min(1.0, ratio)) * best if best > 0 else 0.0
+
+
+class Cutoff:
+    """Which records the score cutoff packs, asked best first (see the module docstring).
+
+    A record at or above :func:`score_floor` is packed. Below it a record is packed when it
+    follows the record packed before it closely (at least ``FOLLOW`` of its score: the floor
+    does not split a run of near-equal scores) and scores at least ``LAST_FLOOR`` of the
+    floor, or when it holds a rare naming term of the task (``rare_terms``, set by the
+    candidate search) that no packed record holds, however low it scores: the note about
+    the identifier, path or error code the task names is not cut for being less similar
+    overall. With ratio 0 nothing is cut.
+    """
+
+    def __init__(self, best: float, ratio: float, rare_left: int = 0) -> None:
+        self.floor = score_floor(best, ratio)
+        self.lowest = self.floor * LAST_FLOOR
+        self.last = best  # the score of the last record packed for its score
+        self.named: set[str] = set()
+        self.rare_left = rare_left  # records with rare terms not yet asked about
+
+    def admits(self, item: Scored) -> bool | None:
+        """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
+        rare = item.record.get("rare_terms") or ()
+        self.rare_left -= bool(rare)
+        if item.score >= self.floor:
+            return True
+        if self.lowest <= item.score and item.score >= FOLLOW * self.last:
+            return True
+        if any(term not in self.named for term in rare):
+            return True
+        # Later records score no more, so only a rare term can let one in.
+        return False if self.rare_left > 0 else None
+
+    def packed(self, item: Scored) -> None:
+        rare = item.record.get("rare_terms") or ()
+        if item.score >= self.floor or (item.score >= self.lowest
+                                        and item.score >= FOLLOW * self.last):
+            self.last = item.score
+        self.named.update(rare)
 
 
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
     smallest: int = 0, min_score_ratio: float = 0.0, memos: TextMemos | None = None,
+    rare_left: int = 0,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
 
     `scored` must come best first (as :func:`~minionsd.retrieval.rank.rank_lazily` yields
-    it): the first item's score is the best, and reading stops at the first item scoring
-    below :func:`score_floor` of it (it is not packed, and neither is anything after it),
-    whether or not the best item itself fits.
+    it): the first item's score is the best, whether or not it fits, and :class:`Cutoff`
+    decides from it which items may be packed; reading stops once nothing after an item can
+    be (below the last floor, with no item holding a rare term left: `rare_left` says how
+    many of `scored` hold one).
 
     With `distinct`, an item is checked against the packed ones for (near) duplicate bodies
-    only once it fits: cheaper than deduping every candidate first, and a smaller copy of a
-    best item too big to fit can still carry its content.
+    and restatements only once it fits: cheaper than deduping every candidate first, and a
+    smaller copy of a best item too big to fit can still carry its content.
 
     `smallest`, if given, must not exceed :func:`min_size` of any item: once the room left is
     below it, nothing more can fit and the rest of `scored` is not read (with a lazy ranking,
@@ -225,7 +195,7 @@ def pack(
     parts: list[str] = []
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
-    seen = _Distinct(top_k, memos) if distinct else None
+    seen = Distinct(top_k, memos) if distinct else None
 
     def full() -> bool:
         return (len(chosen) >= top_k
@@ -233,12 +203,15 @@ def pack(
 
     if full():
         return "", chosen
-    floor: float | None = None
+    cutoff: Cutoff | None = None
     for item in scored:
-        if floor is None:
-            floor = score_floor(item.score, min_score_ratio)
-        elif item.score < floor:
+        if cutoff is None:
+            cutoff = Cutoff(item.score, min_score_ratio, rare_left)
+        admitted = cutoff.admits(item)
+        if admitted is None:
             break
+        if not admitted:
+            continue
         if used + min_size(item.record) > max_bytes:
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record, memos)
@@ -248,6 +221,7 @@ def pack(
         if seen is not None and not seen.admit(item):
             continue
         chosen.append((item, size))
+        cutoff.packed(item)
         parts.append(text)
         used += extra
         if full():

@@ -17,9 +17,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from minionsd.memory.retrieval import synonyms
+from minionsd.memory.retrieval.cues import Cues, task_cues
 from minionsd.text.ftsquery import (
     STOP_WORDS,
     code_terms,
@@ -201,3 +203,55 @@ def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
     taken = {_plural_key(term) for term in own}
     return [term for term in synonyms.expansions(synonyms.words(text))
             if _plural_key(term) not in taken and is_useful_term(term, TASK_STOP_WORDS)]
+
+
+# What names one thing rather than a topic: a snake- or kebab-case compound glued
+# (ERR_CONN_RESET -> errconnreset), a token with a digit (429, e1234, v2) or a camelCase hump
+# (TokenRefresher), as task_terms spells them. Words and compounds are found in one pass and
+# sorted out by string methods (a pattern for the kinds themselves backtracks at every word).
+_WORDS_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
+_TOKEN_RE = re.compile(r"[^\W_]+")
+_SEPARATORS = MappingProxyType(str.maketrans("", "", "-_"))
+
+
+def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
+    """The terms of a task that name one thing: identifiers, error codes, numbers and the
+    task's file names glued (see _WORDS_RE), lower-cased like task_terms, from the head of
+    each field as the terms are. Whether one of them is rare in the memory is for the
+    candidate search to say (only terms can be: a secret is never one)."""
+    if not isinstance(task, Mapping):
+        return frozenset()
+    found: set[str] = set()
+    paths: set[str] = set()
+    for text, is_path in _field_texts(task):
+        if not text:
+            continue
+        text = text[:FIELD_HEAD_CHARS]
+        if is_path:  # the file's name, glued: src/token_refresh.py -> tokenrefresh
+            if text not in paths:
+                paths.add(text)
+                name = text.replace("\\", "/").rstrip("/").rpartition("/")[2]
+                found.add("".join(_TOKEN_RE.findall(posixpath.splitext(name)[0])).lower())
+            continue
+        for word in _WORDS_RE.findall(text):
+            glued = word.translate(_SEPARATORS)
+            if len(glued) < len(word):  # a compound, and its parts that name something
+                found.add(glued.lower())
+                found.update(part.lower() for part in _TOKEN_RE.findall(word) if _names(part))
+            elif _names(word):
+                found.add(word.lower())
+    return frozenset(found)
+
+
+def _names(word: str) -> bool:
+    """A token with a digit or a camelCase hump (not a capitalised or all-capital word)."""
+    return not word.isalpha() or not (word.islower() or word.isupper() or word.istitle())
+
+
+def cues(task: Mapping[str, Any]) -> Cues:
+    """The dates and words of a task's free-text fields (:mod:`.cues`), for the date and
+    author boosts."""
+    if not isinstance(task, Mapping):
+        return Cues()
+    return task_cues(task, [text[:FIELD_HEAD_CHARS] for text, is_path in _field_texts(task)
+                            if text and not is_path])

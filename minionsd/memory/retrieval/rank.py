@@ -5,6 +5,7 @@ its inputs (no clock reads, no randomness): the same candidates, task files, pro
 ``now`` always give the same order, and ties are broken by record id, ascending.
 
     score = lexical + coverage + scope + trust + path + recency + importance + confidence + pinned
+            + date + author
 
     lexical    = bm25 / best_bm25                       0..1 (1.0 for the best lexical match)
     coverage   = 0.08 * matched_terms / most_matched    0..0.08 (0 when matched_terms is absent)
@@ -17,9 +18,12 @@ its inputs (no clock reads, no randomness): the same candidates, task files, pro
     importance = 0.06 * importance                       importance and confidence clamped to 0..1
     confidence = 0.04 * confidence
     pinned     = 0.06 when pinned
+    date       = 0.20 when the record was written on a day (or in the week after it) or in a
+                 month the task names (:mod:`.cues`)
+    author     = 0.10 when the task names the record's author
 
 bm25 follows SQLite's sign (more negative is better), so ``bm25 / best_bm25`` is the share of the
-best candidate's lexical strength. The boosts add up to at most 0.70: they reorder candidates of
+best candidate's lexical strength. The boosts add up to at most 1.00: they reorder candidates of
 similar lexical strength, and cannot lift a weak lexical match above a much stronger one.
 """
 
@@ -36,6 +40,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from minionsd.memory.retrieval.cues import Cues
 from minionsd.memory.retrieval.query import normalise_path
 
 if TYPE_CHECKING:
@@ -51,9 +56,12 @@ RECENCY_HALF_LIFE_DAYS = 60.0
 W_IMPORTANCE = 0.06
 W_CONFIDENCE = 0.04
 W_PINNED = 0.06
+W_DATE = 0.20
+W_AUTHOR = 0.10
 
 _BODY_SCAN_CHARS = 65536
 _VALUE = operator.itemgetter(1)  # of a (name, value) part
+_NO_CUES = Cues()
 # The path-like word around a place where a task file's name occurs in a body.
 _PATH_AROUND_RE = re.compile(r"([\w./\-]*\w)")
 
@@ -201,10 +209,11 @@ def rank(
     agent: str | None,
     now: datetime,
     memos: TextMemos | None = None,
+    cues: Cues | None = None,
 ) -> list[Scored]:
     """Score and order the candidates, best first (ties by id ascending)."""
     return list(rank_lazily(candidates, task_files=task_files, project=project, agent=agent,
-                            now=now, memos=memos))
+                            now=now, memos=memos, cues=cues))
 
 
 def rank_lazily(
@@ -215,6 +224,7 @@ def rank_lazily(
     agent: str | None,
     now: datetime,
     memos: TextMemos | None = None,
+    cues: Cues | None = None,
 ) -> Iterator[Scored]:
     """The candidates in :func:`rank` order, scored as they are asked for.
 
@@ -234,9 +244,11 @@ def rank_lazily(
     most_path = W_PATH_EXACT if files.files else 0.0
     pending: list[tuple[Any, ...]] = []
     moment_of = memos.moment if memos is not None else parse_moment
+    cues = cues or _NO_CUES
+    authors: dict[str, float] = {}  # author -> boost, worked out once per author
     for index, record in enumerate(candidates):
         parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now,
-                                    moment_of)
+                                    moment_of, cues, authors)
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
         bound = sum(map(_VALUE, parts)) + most_path + 1e-9
@@ -256,8 +268,8 @@ def rank_lazily(
 
 def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, most: int,
                         scope_boosts: dict[str, float], now: datetime,
-                        moment_of: Callable[[str], datetime | None],
-                        ) -> tuple[tuple[str, float], ...]:
+                        moment_of: Callable[[str], datetime | None], cues: Cues,
+                        authors: dict[str, float]) -> tuple[tuple[str, float], ...]:
     """Every part of the score but the path boost, in the order of the sum."""
     lexical = bm25 / best if best < 0 else 1.0
     count = record.get("matched_terms")
@@ -268,6 +280,11 @@ def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, mos
     )
     age = _age_days(record.get("created_at"), now, moment_of)
     scope = record.get("scope")
+    author = record.get("author")
+    if not isinstance(author, str):
+        author = ""
+    if author not in authors:
+        authors[author] = W_AUTHOR if cues.named(author) else 0.0
     return (
         ("lexical", max(0.0, min(1.0, lexical))),
         ("coverage", max(0.0, coverage)),
@@ -279,4 +296,6 @@ def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, mos
         ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
         ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
          else 0.0),
+        ("date", W_DATE if cues.has_dates and cues.dated(record.get("created_at")) else 0.0),
+        ("author", authors[author]),
     )

@@ -1,0 +1,60 @@
+"""`minionsctl web`: a one-time sign-in link for the web view (SPEC §5.3), valid 5 minutes and
+for one use, for the local admin token the daemon keeps for it; opened in a browser when this
+machine has a graphical one. The link carries a code, never a token."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from minionsd.cli.common import AddParser, Call, Formatter
+
+
+def gateway_url(config: dict[str, Any]) -> str:
+    """Where browsers reach the gateway: gateway.public_url, else its listen address."""
+    gateway = config.get("gateway") or {}
+    public = (gateway.get("public_url") or "").rstrip("/")
+    if public:
+        return public
+    listen = gateway.get("listen") or "127.0.0.1:8765"
+    host, _, port = listen.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = "127.0.0.1"
+    scheme = "https" if gateway.get("tls_cert") and gateway.get("tls_key") else "http"
+    return f"{scheme}://{host}:{port}"
+
+
+def can_open_browser() -> bool:
+    return sys.platform == "darwin" or bool(os.environ.get("DISPLAY")
+                                            or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
+    config = call("config.get", {})["value"]
+    link = call("web.link_create", {})
+    url = f"{gateway_url(config)}/login?code={link['code']}"
+    result = link | {"url": url}
+    opened = False
+    if not args.no_open and can_open_browser():
+        import webbrowser  # only here: most runs of minionsctl never open a browser
+
+        opened = webbrowser.open(url)
+
+    def text(r: dict[str, Any]) -> str:
+        lines = [r["url"], f"This sign-in link works once, until {r['expires_at']} "
+                 f"(5 minutes), as token {r['token_name']!r} (admin).",
+                 "The gateway must be running: `minionsctl serve`."]
+        if opened:
+            lines.append("Opened in your browser.")
+        return "\n".join(lines)
+    return result, text
+
+
+def add_parsers(add: AddParser) -> None:
+    p = add("web", "print a one-time sign-in link for the web view (and open it)")
+    p.add_argument("--no-open", action="store_true", help="print the link only")
+
+
+COMMANDS = {"web": _web}

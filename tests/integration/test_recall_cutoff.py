@@ -1,0 +1,96 @@
+"""memory.retrieve end to end: what the score cutoff keeps, and restatements packed once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.test_recall import add, configure
+
+FILLER = [
+    "Checkout page renders the basket summary from the cached cart.",
+    "The payment provider sandbox resets every night at midnight.",
+    "Checkout analytics events are batched every ten seconds.",
+    "Retries in the mobile app use exponential backoff.",
+    "The admin console lists failed payments for the last week.",
+    "Payment provider webhooks are verified with the shared signing secret.",
+]
+
+
+def _selected(d, task: dict) -> list[str]:
+    return [s["id"] for s in d.call("memory.retrieve", task=task, project="shop")["selected"]]
+
+
+def test_a_note_naming_the_tasks_error_code_is_not_cut_for_a_strong_first_match(
+        make_daemon, short_home: Path) -> None:
+    """The task names an error code; the one note about it shares nothing else with the task,
+    while another note matches the rest of it word for word. The note about the code is packed
+    at the default cutoff, and so is the strong one; filler sharing common words is not."""
+    configure(short_home, "")
+    d = make_daemon()
+    strong = add(d, "Checkout retries after a payment provider timeout must reuse the payment "
+                 "intent, or the customer is charged twice: checkout retries are idempotent "
+                 "only with the same intent id. Stripe idempotency keys expire after a day.",
+                 title="Checkout retries after a payment provider timeout: idempotent intents",
+                 scope="project:shop")
+    code = add(d, "QX-4471 is the ledger's daily quota refusal; an operator raises the quota "
+               "by hand.", scope="project:shop")
+    for body in FILLER:
+        add(d, body, scope="project:shop")
+    for i in range(30):
+        add(d, f"Report job {i} writes its nightly summary to the warehouse bucket.",
+            scope="project:shop")
+    task = {"id": "W-1", "title": "Checkout retries after a payment provider timeout fail "
+            "with QX-4471", "description": "Checkout retries time out at the payment provider "
+            "and the customer is charged twice; the intent id changes between retries, "
+            "idempotency keys look expired."}
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=task,
+                                                   project="shop")["selected"]}
+    assert max(scores, key=scores.__getitem__) == strong
+    assert scores[code] < 0.45 * scores[strong]  # far below the default cutoff's floor
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    # The note about the code is packed; filler sharing common words is still left out.
+    assert _selected(d, task) == [strong, code]
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.9)
+    assert _selected(d, task) == [strong, code]
+
+
+JOURNAL = ("Journal entries must balance: post_entry() in ledger/post.py rejects a "
+           "JournalEntry whose debit and credit lines differ, and the batch is rolled back "
+           "with error LEDGER_417.")
+JOURNAL_TASK = {"id": "W-2", "title": "post_entry() rejects a JournalEntry with LEDGER_417",
+                "description": "Debit and credit lines of an imported journal entry differ."}
+
+
+def test_a_restated_fact_is_packed_once(make_daemon, short_home: Path) -> None:
+    """Two notes state one fact in other words (another title, sentences reordered, the same
+    identifiers, error code and path): the pack holds the better-scored one only."""
+    configure(short_home, "[engine]\nmemory_retrieval_min_score_ratio = 0")
+    d = make_daemon()
+    first = add(d, JOURNAL, title="Double-entry invariant", scope="project:shop")
+    restated = add(d, "ledger/post.py rolls the batch back with error LEDGER_417 when a "
+                   "JournalEntry has debit and credit lines that differ: post_entry() "
+                   "rejects unbalanced entries.", title="Journal transactions must balance",
+                   scope="project:shop", trust="agent")
+    add(d, "Invoices are numbered per tenant.", scope="project:shop")
+    ids = _selected(d, JOURNAL_TASK)
+    assert len({first, restated} & set(ids)) == 1, ids
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    assert len({first, restated} & set(_selected(d, JOURNAL_TASK))) == 1
+
+
+def test_near_copies_that_differ_in_a_number_or_identifier_are_both_packed(
+        make_daemon, short_home: Path) -> None:
+    """One word changed in a long note is the same note, unless the word is a number, an
+    identifier or a path: then the two notes state two facts and both are packed."""
+    configure(short_home, "[engine]\nmemory_retrieval_min_score_ratio = 0")
+    d = make_daemon()
+    first = add(d, JOURNAL, title="Double-entry invariant", scope="project:shop")
+    variants = [add(d, JOURNAL.replace(old, new), scope="project:shop", trust="agent")
+                for old, new in (("LEDGER_417", "LEDGER_418"), ("post_entry", "post_entries"),
+                                 ("ledger/post.py", "ledger/import.py"))]
+    copy = add(d, JOURNAL.replace("rolled back", "undone"), scope="project:shop",
+               trust="agent")
+    ids = _selected(d, JOURNAL_TASK)
+    assert first in ids and set(variants) <= set(ids), ids
+    assert copy not in ids

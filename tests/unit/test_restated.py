@@ -1,0 +1,67 @@
+"""Restatements (the same fact in other words) and the facts that keep two notes apart."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minionsd.memory.retrieval.dedupe import comparable_body, dedupe, restates
+from minionsd.memory.retrieval.rank import Scored
+
+NOTE = ("Journal entries must balance: post_entry() in ledger/post.py rejects a JournalEntry "
+        "whose debit and credit lines differ, and the batch is rolled back with LEDGER_417.")
+RESTATED = ("ledger/post.py rolls the batch back with LEDGER_417 when a JournalEntry has debit "
+            "and credit lines that differ: post_entry() rejects unbalanced entries.")
+
+
+def _same(a: str, b: str) -> bool:
+    return restates(comparable_body(a), comparable_body(b))
+
+
+def test_reordered_sentences_with_the_same_identifiers_restate() -> None:
+    assert _same(NOTE, RESTATED) and _same(RESTATED, NOTE)
+    assert _same(NOTE, "- `post_entry()` in `ledger/post.py`: " + RESTATED.split(": ")[0]
+                 + ", rejecting entries.")  # Markdown marks do not count
+
+
+def test_a_different_number_identifier_path_unit_or_negation_is_another_fact() -> None:
+    for old, new in (("LEDGER_417", "LEDGER_418"), ("post_entry", "post_entries"),
+                     ("ledger/post.py", "ledger/import.py"), ("rejects", "never rejects"),
+                     ("that differ", "that differ by two")):
+        assert not _same(NOTE, RESTATED.replace(old, new)), (old, new)
+    minutes = "Tokens from auth/refresh.py live 30 minutes; the proxy caches them for 30 minutes."
+    assert not _same(minutes, minutes.replace("minutes", "seconds"))
+
+
+def test_prose_without_a_number_identifier_or_path_is_never_a_restatement() -> None:
+    a = "Deploys on Friday afternoon need a second reviewer from the platform team."
+    b = "The platform team wants a second reviewer for Friday afternoon deploys."
+    assert not _same(a, b)
+
+
+def test_notes_sharing_identifiers_but_saying_other_things_are_kept() -> None:
+    other = ("post_entry() in ledger/post.py writes the JournalEntry audit row after the commit; "
+             "LEDGER_417 reports are mailed to finance every morning from a cron job.")
+    assert not _same(NOTE, other)
+
+
+def test_dedupe_keeps_the_best_scored_of_a_restatement() -> None:
+    items = [Scored(0.5, {"id": "M-1", "body": NOTE}), Scored(0.9, {"id": "M-2", "body": RESTATED})]
+    assert [s.id for s in dedupe(items)] == ["M-2"]
+
+
+_WORDS = st.sampled_from(["entries", "balance", "ledger", "rejects", "batch", "credit", "debit",
+                          "lines", "journal", "rolled", "back", "the", "and", "with"])
+
+
+@given(st.lists(_WORDS, min_size=8, max_size=60), st.integers(0, 999), st.integers(0, 999),
+       st.sampled_from(["{n}", "ERR_{n}", "src/mod{n}.py", "v{n}"]))
+def test_bodies_that_differ_in_a_number_identifier_or_path_are_never_merged(
+        words: list[str], a: int, b: int, shape: str) -> None:
+    """However alike the rest, two bodies naming different facts are both kept: exact,
+    near-copy or restatement."""
+    first = " ".join([*words, shape.format(n=a)])
+    second = " ".join([*words, shape.format(n=b)])
+    items = [Scored(1.0, {"id": "M-1", "body": first}), Scored(0.5, {"id": "M-2", "body": second})]
+    kept = [s.id for s in dedupe(items)]
+    assert kept == (["M-1"] if a == b else ["M-1", "M-2"])
