@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--socket", metavar="PATH", default=argparse.SUPPRESS,
                         help="socket path (default: server.socket of the home's config.toml, "
                              "else <home>/engine/minionsd.sock)")
+    common.add_argument("--url", metavar="URL", default=argparse.SUPPRESS,
+                        help="run the command through a minionsd gateway (default $MINIONS_URL)")
+    common.add_argument("--token-env", metavar="VAR", default=argparse.SUPPRESS,
+                        help="environment variable holding the gateway token (default "
+                             "MINIONS_TOKEN)")
     parser = Parser(prog="minionsctl", description="Control a running minionsd. Output is "
                     "readable text; --json prints the daemon's result as JSON.",
                     epilog="exit codes: 0 ok, 1 error reported by the daemon (or a local "

@@ -149,9 +149,12 @@ def _seed_configs(home: Path) -> None:
 def test_connect_url_writes_each_agents_remote_form_and_it_works(env, tmp_path):
     home = tmp_path / "laptop"
     _seed_configs(home)
+    remote = ("--url", env.gateway.url, "--token-env", "MEM_TOKEN")
     for target in ("claude-code", "codex", "cursor"):
-        done = ctl("--url", env.gateway.url, "--token-env", "MEM_TOKEN", "connect", target,
-                   cwd=home, HOME=str(home), MEM_TOKEN=env.read)
+        # SPEC's order (the options after `connect TARGET`) and the global one both work.
+        args = ("connect", target, *remote) if target != "claude-code" else (
+            *remote, "connect", target)
+        done = ctl(*args, cwd=home, HOME=str(home), MEM_TOKEN=env.read)
         assert done.returncode == 0, done.stderr
     claude = json.loads((home / ".claude.json").read_text())
     codex = tomllib.loads((home / ".codex" / "config.toml").read_text())
