@@ -57,13 +57,21 @@ class Daemon:
 
     async def status(self) -> dict[str, Any]:
         app = self.app
-        # Every part at once: under load each hop to a thread waits for the GIL, so parts
-        # awaited one after the other would add those waits up.
-        contributions = [contribute() for component in self.components
-                         if (contribute := getattr(component, "status", None)) is not None]
-        counts, *parts = await asyncio.gather(
-            app.db.read_light(records.status_counts, app.now()),
-            *contributions)
+        # Under load every trip to a thread waits for the GIL, and trips queued one behind
+        # the other on the light lane add those waits up: so every part's reads (counters,
+        # the inbox scan, job results, the database check) run in ONE light-lane trip, and
+        # only parts without such reads get a trip of their own, all at once.
+        now = app.now()
+        reading = [c for c in self.components if callable(getattr(c, "status_reads", None))]
+        others = [contribute() for component in self.components if component not in reading
+                  and (contribute := getattr(component, "status", None)) is not None]
+
+        def reads(conn: Any) -> tuple[dict[str, int], list[Any]]:
+            return (records.status_counts(conn, now),
+                    [component.status_reads(conn) for component in reading])
+
+        (counts, read_parts), *parts = await asyncio.gather(app.db.read_light(reads), *others)
+        parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
         result: dict[str, Any] = {
             "version": app.version,
             "pid": os.getpid(),

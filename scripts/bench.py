@@ -11,6 +11,7 @@
     .venv/bin/python scripts/bench.py --only web        # the web view's pages at N records
     .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
     .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
+    .venv/bin/python scripts/bench.py --old /tmp/old    # one table: this code beside /tmp/old
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -172,6 +173,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gateway", action="store_true",
                         help="also time memory.retrieve / prompt.assemble through the HTTP "
                              "gateway's /rpc and memory_context through /mcp (retrieval)")
+    parser.add_argument("--old", type=Path, metavar="DIR",
+                        help="print one table of every headline figure for this code and the "
+                        "checkout DIR (with its own .venv), e.g. `git worktree add /tmp/old "
+                        "main` (scripts/bench_compare.py); the other sections are skipped")
+    parser.add_argument("--load-clients", type=int, default=64,
+                        help="clients of the mixed load in the --old table")
+    parser.add_argument("--load-calls", type=int, default=32_000,
+                        help="calls of the mixed load in the --old table (0: skip it)")
     args = parser.parse_args(argv)
     if args.quick:
         parser.set_defaults(**QUICK)
@@ -190,14 +199,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupted)
     began = time.perf_counter()
     try:
-        if args.only in (None, "search", "retrieval"):
+        if args.old is not None:
+            from bench_compare import run_compare
+
+            run_compare(bench, args.old.resolve(), REPO)
+        elif args.only in (None, "search", "retrieval"):
             run_records(bench)
-        if args.only in (None, "consolidation"):
+        if args.old is None and args.only in (None, "consolidation"):
             run_consolidation_throughput(bench)
             run_watch_latency(bench)
-        if args.only in (None, "mcp-start"):
+        if args.old is None and args.only in (None, "mcp-start"):
             run_mcp_start(bench, 3 if args.quick else MCP_START_RUNS)
-        if args.only in (None, "web"):
+        if args.old is None and args.only in (None, "web"):
             run_web(bench)
     except KeyboardInterrupt:
         end_progress()

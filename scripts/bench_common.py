@@ -15,6 +15,7 @@ import platform
 import shutil
 import signal
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,8 +119,24 @@ class BenchDaemon(DaemonProcess):
     """The test harness's daemon in its own session (Ctrl-C reaches the bench only; it stops
     the daemon itself), optionally pinned to one CPU, plus what the bench reads about it."""
 
-    def __init__(self, home: Path, pin_cpu: int | None) -> None:
+    def __init__(self, home: Path, pin_cpu: int | None, *, code: Path | None = None,
+                 python: str | None = None) -> None:
         super().__init__(home, cpus=None if pin_cpu is None else {pin_cpu}, new_session=True)
+        # Another checkout's daemon (scripts/bench.py --old): its sources and its venv.
+        self.code = code
+        self.python = python
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        if self.code is None:
+            return super().spawn()
+        self.home.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
+        self.proc = subprocess.Popen(
+            [self.python or sys.executable, "-m", "minionsd.daemon", "--home", str(self.home),
+             "--log-format", "json"],
+            stdout=log, stderr=log, env=self.env, cwd=self.code, start_new_session=True)
+        log.close()
+        return self.proc
 
     @property
     def db_path(self) -> Path:

@@ -27,8 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-import bench  # noqa: E402
 import bench_data  # noqa: E402
+from bench_common import BenchDaemon, write_config  # noqa: E402
+from bench_records import load_records  # noqa: E402
 
 from minionsd.client import Client  # noqa: E402
 
@@ -78,13 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="msl-", dir="/tmp"))
     home = root / "home"
-    bench.write_config(home, {})
-    daemon = bench.Daemon(home, None).start()
+    write_config(home, {})
+    daemon = BenchDaemon(home, None).start()
     loader = None
     try:
         vocab = bench_data.Vocabulary(args.seed)
         base = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        seconds, errors, _messages, _batches = bench.load_records(
+        seconds, errors, _messages, _batches = load_records(
             daemon, vocab, args.seed, 0, args.records, base)
         print(f"loaded {args.records:,} records in {seconds:.1f} s ({errors} errors)")
         tasks = [task for task, _project, _agent in bench_data.tasks(vocab, args.seed, 40)]

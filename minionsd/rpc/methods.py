@@ -17,11 +17,39 @@ from minionsd.rpc.protocol import Handler
 from minionsd.storage import record_fields, records
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
-from minionsd.threads import run_in_daemon_thread
+
+_ADD_OPTIONAL = frozenset({"title", "author", "project", "agent", "task", "pr", "paths", "tags",
+                           "importance", "confidence", "expires_at", "created_at", "meta"})
 
 
-def _redact_pair(title: str, body: str) -> tuple[str, str]:
-    return redact(title), redact(body)
+def _new_fields(body: Any, type: Any, scope: Any, trust: Any, source: Any,
+                **optional: Any) -> dict[str, Any]:
+    """memory.add's params checked and normalised (raises InvalidParams naming the bad one)."""
+    unknown = sorted(set(optional) - _ADD_OPTIONAL)
+    if unknown:
+        raise InvalidParams(f"memory.add: unexpected param '{unknown[0]}'", param=unknown[0])
+    return record_fields.validate_new(
+        {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
+        | optional)
+
+
+def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """A record is a derived surface like any other: no secret is stored (SPEC §3.1). The
+    redacted text is then tokenised for the index columns, all before the writer sees it."""
+    fields = {**fields, "title": redact(fields["title"]), "body": redact(fields["body"])}
+    return records.derive(scratch, fields)
+
+
+def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+    """memory.add's fields, checked, redacted and tokenised, for each call; an error in one
+    call (InvalidParams, usually) becomes that call's outcome."""
+    out: list[Any] = []
+    for args, kwargs in calls:
+        try:
+            out.append(_prepare_new(scratch, _new_fields(*args, **kwargs)))
+        except Exception as exc:  # this call's reply carries it
+            out.append(exc)
+    return out
 
 
 def _require_str(value: Any, name: str) -> str:
@@ -59,21 +87,23 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,
                          **optional: Any) -> dict[str, Any]:
-        allowed = {"title", "author", "project", "agent", "task", "pr", "paths", "tags",
-                   "importance", "confidence", "expires_at", "created_at", "meta"}
-        unknown = sorted(set(optional) - allowed)
-        if unknown:
-            raise InvalidParams(f"memory.add: unexpected param '{unknown[0]}'", param=unknown[0])
-        fields = record_fields.validate_new(
-            {"body": body, "type": type, "scope": scope, "trust": trust, "source": source}
-            | optional
-        )
-        # A record is a derived surface like any other: no secret is stored (SPEC §3.1).
+        fields = _new_fields(body, type, scope, trust, source, **optional)
         # Off the event loop: a megabyte body takes about a second to redact.
-        fields["title"], fields["body"] = await run_in_daemon_thread(
-            _redact_pair, fields["title"], fields["body"], name="redact")
-        record_id = await app.db.write(records.insert, fields, app.now())
-        return {"id": record_id}
+        prepared = await app.db.prepare(_prepare_new, fields)
+        return {"id": await app.db.write_grouped(records.insert, prepared, app.now())}
+
+    async def memory_add_many(calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
+        """A batch's run of memory.add: checked and prepared together off the event loop, then
+        committed together (SPEC §5); each call still succeeds or fails on its own."""
+        outcomes = await app.db.prepare(_prepare_calls, calls)
+        writable = [i for i, fields in enumerate(outcomes) if not isinstance(fields, Exception)]
+        now = app.now()
+        written = await app.db.write_each(records.insert, [(outcomes[i], now) for i in writable])
+        for index, outcome in zip(writable, written, strict=True):
+            outcomes[index] = outcome if isinstance(outcome, BaseException) else {"id": outcome}
+        return outcomes
+
+    memory_add.bulk = memory_add_many  # type: ignore[attr-defined]  # see Dispatcher.bulk
 
     async def memory_get(id: Any) -> dict[str, Any]:
         try:

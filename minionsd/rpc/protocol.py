@@ -33,6 +33,10 @@ INTERNAL_ERROR = -32603
 MAX_NESTING = 64
 
 Handler = Callable[..., Awaitable[Any]]
+# A handler for many calls of one method at once: [(args, kwargs)] -> one outcome per call,
+# its result or the exception it raised (MinionsError for the caller's mistakes).
+BulkHandler = Callable[[list[tuple[tuple[Any, ...], dict[str, Any]]]],
+                       Awaitable[list[Any]]]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -161,30 +165,138 @@ def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
 
+class _Shape:
+    """What a handler's keyword call accepts, to bind the common case (named params that
+    plainly fit) without inspect's general machinery."""
+
+    def __init__(self, required: frozenset[str], names: frozenset[str],
+                 any_keyword: bool, simple: bool) -> None:
+        self.required, self.names = required, names
+        self.any_keyword, self.simple = any_keyword, simple
+
+    @classmethod
+    def of(cls, signature: inspect.Signature) -> _Shape:
+        kinds = inspect.Parameter
+        params = list(signature.parameters.values())
+        named = [p for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)]
+        return cls(frozenset(p.name for p in named if p.default is kinds.empty),
+                   frozenset(p.name for p in named),
+                   any(p.kind is kinds.VAR_KEYWORD for p in params),
+                   not any(p.kind in (kinds.POSITIONAL_ONLY, kinds.VAR_POSITIONAL)
+                           for p in params))
+
+    def fits(self, params: dict[str, Any]) -> bool:
+        if not self.simple or not self.required.issubset(params):
+            return False
+        return self.any_keyword or self.names.issuperset(params)
+
+
 class Dispatcher:
     """Holds the method table and turns one decoded message into zero or one response."""
 
-    def __init__(self, methods: Mapping[str, Handler]) -> None:
+    def __init__(self, methods: Mapping[str, Handler],
+                 bulk: Mapping[str, BulkHandler] | None = None) -> None:
         self.methods = dict(methods)
+        # Methods whose consecutive requests in one batch are independent of each other and
+        # are handled together (memory.add: one transaction, one disk sync for the run): given
+        # here, or as a handler's `bulk` attribute.
+        self.bulk = {name: fn.bulk for name, fn in self.methods.items()
+                     if callable(getattr(fn, "bulk", None))} | dict(bulk or {})
         self._signatures = {name: inspect.signature(fn) for name, fn in self.methods.items()}
+        self._shapes = {name: _Shape.of(sig) for name, sig in self._signatures.items()}
 
     async def handle_bytes(self, line: bytes) -> bytes | None:
+        message, error = self.parse(line)
+        return error if error is not None else await self.handle_decoded(message)
+
+    @staticmethod
+    def parse(line: bytes) -> tuple[Any, bytes | None]:
+        """(the decoded message, None), or (None, the error reply) for a line that is not
+        a JSON-RPC message."""
         try:
-            message = decode_line(line)
+            return decode_line(line), None
         except TooDeep as exc:
-            return dumps(error_response(exc.request_id, INVALID_REQUEST, "Invalid Request",
-                                        str(exc)))
+            return None, dumps(error_response(exc.request_id, INVALID_REQUEST,
+                                              "Invalid Request", str(exc)))
         except ValueError as exc:
-            return dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
+            return None, dumps(error_response(None, PARSE_ERROR, "Parse error", str(exc)))
+
+    def bulk_only(self, message: Any) -> bool:
+        """A batch of requests of bulk methods only (independent of each other and of other
+        such batches: the server may start one while the previous is still being handled)."""
+        return (isinstance(message, list) and bool(message)
+                and all(self._bulk_method(m) is not None for m in message))
+
+    async def handle_decoded(self, message: Any) -> bytes | None:
         if isinstance(message, list):
             if not message:
                 return dumps(error_response(None, INVALID_REQUEST, "Invalid Request",
                                             "empty batch"))
-            replies = [(m, await self.handle_message(m)) for m in message]
-            encoded = [encode_reply(r, _method(m)) for m, r in replies if r]
+            replies = await self._handle_batch(message)
+            encoded = [encode_reply(r, _method(m)) for m, r in zip(message, replies, strict=True)
+                       if r]
             return b"[" + b",".join(encoded) + b"]\n" if encoded else None
         reply = await self.handle_message(message)
         return encode_reply(reply, _method(message)) + b"\n" if reply else None
+
+    def _bulk_method(self, message: Any) -> str | None:
+        """The method of a well-formed request that has a bulk handler, else None."""
+        if (isinstance(message, dict) and _valid_id(message.get("id"))
+                and not self._envelope_problem(message) and message["method"] in self.bulk):
+            return message["method"]
+        return None
+
+    async def _handle_batch(self, messages: list[Any]) -> list[dict[str, Any] | None]:
+        """Replies for a batch, in order. Requests run one after the other, except that a run
+        of consecutive requests of one bulk method is handled together."""
+        replies: list[dict[str, Any] | None] = []
+        index = 0
+        while index < len(messages):
+            method = self._bulk_method(messages[index])
+            end = index + 1
+            while method and end < len(messages) and self._bulk_method(messages[end]) == method:
+                end += 1
+            if method and end - index > 1:
+                replies += await self._call_bulk(method, messages[index:end])
+            else:
+                replies.append(await self.handle_message(messages[index]))
+            index = end
+        return replies
+
+    async def _call_bulk(self, method: str,
+                         messages: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+        replies: list[dict[str, Any] | None] = [None] * len(messages)
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        positions: list[int] = []
+        for position, message in enumerate(messages):
+            try:
+                bound = self._bind(method, message.get("params"))
+            except TypeError as exc:
+                replies[position] = error_response(message.get("id"), INVALID_PARAMS,
+                                                   "Invalid params", f"{method}: {exc}")
+                continue
+            calls.append(bound)
+            positions.append(position)
+        try:
+            outcomes = await self.bulk[method](calls) if calls else []
+        except Exception as exc:  # the bulk handler itself failed: every call fails with it
+            outcomes = [exc] * len(calls)
+        for position, outcome in zip(positions, outcomes, strict=True):
+            replies[position] = self._shape(method, messages[position].get("id"), outcome)
+        # Notifications get no reply (JSON-RPC 2.0), whatever happened.
+        return [None if "id" not in message else reply
+                for message, reply in zip(messages, replies, strict=True)]
+
+    @staticmethod
+    def _shape(method: str, request_id: Any, outcome: Any) -> dict[str, Any]:
+        if isinstance(outcome, MinionsError):
+            return error_response(request_id, outcome.code, outcome.message, outcome.detail,
+                                  **outcome.data)
+        if isinstance(outcome, BaseException):
+            log.error("rpc.handler_failed", method=method, exc_info=outcome)
+            return error_response(request_id, INTERNAL_ERROR, "Internal error",
+                                  f"{method} failed unexpectedly; the daemon log has details")
+        return {"jsonrpc": "2.0", "id": request_id, "result": outcome}
 
     async def handle_message(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
@@ -217,12 +329,12 @@ class Dispatcher:
             return error_response(request_id, METHOD_NOT_FOUND, "Method not found",
                                   f"no method named {method!r}")
         try:
-            bound = self._bind(method, params)
+            args, kwargs = self._bind(method, params)
         except TypeError as exc:
             return error_response(request_id, INVALID_PARAMS, "Invalid params",
                                   f"{method}: {exc}")
         try:
-            result = await handler(*bound.args, **bound.kwargs)
+            result = await handler(*args, **kwargs)
         except MinionsError as exc:
             return error_response(request_id, exc.code, exc.message, exc.detail, **exc.data)
         except Exception:
@@ -231,10 +343,15 @@ class Dispatcher:
                                   f"{method} failed unexpectedly; the daemon log has details")
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    def _bind(self, method: str, params: Any) -> inspect.BoundArguments:
+    def _bind(self, method: str, params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """(args, kwargs) to call the handler with; TypeError names what does not fit."""
+        if isinstance(params, dict) and self._shapes[method].fits(params):
+            return (), params  # what Signature.bind would give, without its cost
         signature = self._signatures[method]
         if params is None:
-            return signature.bind()
-        if isinstance(params, list):
-            return signature.bind(*params)
-        return signature.bind(**params)
+            bound = signature.bind()
+        elif isinstance(params, list):
+            bound = signature.bind(*params)
+        else:
+            bound = signature.bind(**params)
+        return bound.args, bound.kwargs

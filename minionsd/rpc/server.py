@@ -26,6 +26,13 @@ from minionsd.rpc.protocol import (
 
 log = structlog.get_logger()
 SUN_PATH_MAX = 107
+MAX_OVERLAP = 2  # lines of one connection handled at once (bulk batches only)
+
+
+def _ready(value: bytes | None) -> asyncio.Future[bytes | None]:
+    future: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -109,31 +116,64 @@ class RpcServer:
 
     async def _serve_lines(self, reader: asyncio.StreamReader,
                            writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                line = await reader.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                line = None
-            if line is not None and not line:
-                return
-            if line is None or len(line.rstrip(b"\r\n")) > self.max_request_bytes:
-                writer.write(dumps(error_response(
-                    None, INVALID_REQUEST, "Invalid Request",
-                    f"request line exceeds server.max_request_bytes ({self.max_request_bytes})",
-                )))
-                await writer.drain()
-                return
-            if not line.strip():
-                continue
-            try:
-                reply = await self.dispatcher.handle_bytes(line)
-            except Exception:
-                # The dispatcher answers every failure it knows; this is the last guard so a
-                # client is never left waiting on a connection that silently closed.
-                log.exception("rpc.request_failed")
-                reply = dumps(error_response(None, INTERNAL_ERROR, "Internal error",
-                                             "the request failed unexpectedly; "
-                                             "the daemon log has details"))
+        """Read lines, answer each in order. A line starts only when the one before it has
+        been handled, except that a batch of bulk requests only (memory.add) may start while
+        the batch of bulk requests before it is still being handled: a client importing in
+        pipelined batches keeps the preparing thread busy while the writer commits (at most
+        MAX_OVERLAP lines in flight). Replies are sent by a task of their own, in order."""
+        replies: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
+        sender = asyncio.create_task(self._send_replies(replies, writer))
+        in_flight: list[tuple[asyncio.Future[bytes | None], bool]] = []
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    line = None
+                if line is not None and not line:
+                    break
+                if line is None or len(line.rstrip(b"\r\n")) > self.max_request_bytes:
+                    replies.put_nowait(_ready(dumps(error_response(
+                        None, INVALID_REQUEST, "Invalid Request",
+                        f"request line exceeds server.max_request_bytes "
+                        f"({self.max_request_bytes})"))))
+                    break
+                if not line.strip():
+                    continue
+                message, error = self.dispatcher.parse(line)
+                bulk = error is None and self.dispatcher.bulk_only(message)
+                in_flight = [(f, b) for f, b in in_flight if not f.done()]
+                while in_flight and (not (bulk and in_flight[-1][1])
+                                     or len(in_flight) >= MAX_OVERLAP):
+                    await asyncio.wait([in_flight.pop(0)[0]])
+                future = _ready(error) if error is not None else \
+                    asyncio.ensure_future(self._handle(message))
+                in_flight.append((future, bulk))
+                replies.put_nowait(future)
+            replies.put_nowait(None)
+            await sender
+        finally:
+            if not sender.done():
+                sender.cancel()
+            for future, _ in in_flight:
+                future.cancel()
+
+    async def _handle(self, message: object) -> bytes | None:
+        try:
+            return await self.dispatcher.handle_decoded(message)
+        except Exception:
+            # The dispatcher answers every failure it knows; this is the last guard so a
+            # client is never left waiting on a connection that silently closed.
+            log.exception("rpc.request_failed")
+            return dumps(error_response(None, INTERNAL_ERROR, "Internal error",
+                                        "the request failed unexpectedly; "
+                                        "the daemon log has details"))
+
+    @staticmethod
+    async def _send_replies(replies: asyncio.Queue[asyncio.Future[bytes | None] | None],
+                            writer: asyncio.StreamWriter) -> None:
+        while (future := await replies.get()) is not None:
+            reply = await future
             if reply is not None:
                 writer.write(reply)
                 await writer.drain()

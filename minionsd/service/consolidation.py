@@ -151,8 +151,14 @@ class ConsolidationService:
     # --- status -------------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        state = await run_in_daemon_thread(self.pipeline.inbox_state, name="status")
-        counters = await self.app.db.read_light(journal.counters)
+        return self.status_from(await self.app.db.read_light(self.status_reads))
+
+    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
+        """What status needs from disk and SQL, read on the light lane (see Daemon.status)."""
+        return self.pipeline.inbox_state(), journal.counters(conn)
+
+    def status_from(self, reads: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
+        state, counters = reads
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),

@@ -20,6 +20,7 @@ import structlog
 
 from minionsd.memory.app import App
 from minionsd.service.systemd import Notifier
+from minionsd.storage.database import answers
 
 log = structlog.get_logger()
 BEAT_S = 1.0
@@ -63,8 +64,21 @@ class Health:
             db_ok = await asyncio.wait_for(self.app.db.ping(), 5)
         except Exception:
             db_ok = False
+        return self._checks(db_ok)
+
+    def _checks(self, db_ok: bool) -> dict[str, Any]:
         return {"loop_lag_ms": round(self.lag_s * 1000, 1),
                 "watcher_alive": bool(self._watchers_alive()), "db_ok": db_ok}
+
+    def status_reads(self, conn: Any) -> bool:
+        """The database check of status, on the light lane with the other parts' reads."""
+        try:
+            return answers(conn)
+        except Exception:
+            return False
+
+    def status_from(self, db_ok: bool) -> dict[str, Any]:
+        return {"health": self._checks(db_ok)}
 
     async def healthy(self) -> bool:
         result = await self.checks()

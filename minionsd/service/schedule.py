@@ -146,7 +146,13 @@ class Scheduler:
             return {"job": name, "at": iso(now), "report": report}
 
     async def status(self) -> dict[str, Any]:
-        last = await self.app.db.read_light(job_runs.last_runs)
+        return self.status_from(await self.app.db.read_light(self.status_reads))
+
+    def status_reads(self, conn: Any) -> dict[str, Any]:
+        """What status needs from SQL, read on the light lane (see Daemon.status)."""
+        return job_runs.last_runs(conn)
+
+    def status_from(self, last: dict[str, Any]) -> dict[str, Any]:
         jobs = []
         for name in self.jobs:
             job = self._scheduler.get_job(name) if self._scheduler else None

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import structlog
 
 from minionsd.errors import StorageError
+from minionsd.storage.group_commit import GroupCommit, GroupedWrite
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -113,7 +114,8 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _answers(conn: sqlite3.Connection) -> bool:
+def answers(conn: sqlite3.Connection) -> bool:
+    """True when the connection answers a trivial query (the health check)."""
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
@@ -127,6 +129,10 @@ class Database:
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
         # One more reader for small keyed reads (status, health): never queued behind searches.
         self._light = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-light")
+        # Work that prepares a write off the writer (redaction, tokenising), with a private
+        # in-memory connection for FTS5's tokeniser: see prepare().
+        self._prep = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-prep")
+        self._scratch: sqlite3.Connection | None = None
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
@@ -135,7 +141,10 @@ class Database:
         except BaseException:
             self._writer.shutdown(wait=True)
             self._readers.shutdown(wait=True)
+            self._light.shutdown(wait=True)
+            self._prep.shutdown(wait=True)
             raise
+        self._group = GroupCommit(self._writer, self._in_transaction, self._set_durable)
         self._closed = False
 
     def _open_writer(self) -> sqlite3.Connection:
@@ -179,28 +188,39 @@ class Database:
         except sqlite3.Error as exc:
             log.error("db.rollback_failed", reason=reason[:300], error=str(exc))
 
-    def _in_unsynced_transaction(self, fn: Callable[..., T], *args: Any) -> T:
-        conn = self._write_conn
-        # WAL + NORMAL: the commit is not fsynced; the next FULL commit (or checkpoint) syncs it.
-        conn.execute("PRAGMA synchronous=NORMAL")
-        try:
-            return self._in_transaction(fn, *args)
-        finally:
-            conn.execute("PRAGMA synchronous=FULL")
+    def _set_durable(self, durable: bool) -> None:
+        # WAL + NORMAL: a commit is not fsynced; the next FULL commit (or checkpoint) syncs it.
+        self._write_conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
 
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run fn(conn, *args, **kwargs) in one write transaction on the writer thread."""
         return await asyncio.wrap_future(
             self._writer.submit(self._in_transaction, fn, *args, **kwargs))
 
-    async def write_unsynced(self, fn: Callable[..., T], *args: Any) -> T:
-        """The same for data whose loss in a power cut is harmless (retrieval telemetry).
+    async def write_grouped(self, fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`write` for a write that touches only the database (it may be run again
+        after a rollback): it shares its transaction and disk sync with the other grouped
+        writes queued meanwhile (storage/group_commit.py), and fails or succeeds on its own."""
+        future, = self._group.submit([GroupedWrite(fn, [args])])
+        return await asyncio.wrap_future(future)
 
-        Committed and visible at once, and safe from a process crash; only the fsync is left
-        to the next durable commit, which saves a disk flush per call.
+    async def write_each(self, fn: Callable[..., T],
+                         calls: list[tuple[Any, ...]]) -> list[T | BaseException]:
+        """fn(conn, *args) for every args of `calls`, committed together (one transaction and
+        disk sync) as grouped writes; each outcome is its result or the exception it raised,
+        in order, and one failing call does not fail the others."""
+        if not calls:
+            return []
+        future, = self._group.submit([GroupedWrite(fn, calls, each=True)])
+        return await asyncio.wrap_future(future)
+
+    async def write_unsynced(self, fn: Callable[..., T], *args: Any) -> T:
+        """A grouped write of data whose loss in a power cut is harmless (retrieval telemetry).
+
+        Committed and visible at once, and safe from a process crash; unless a durable write
+        shares its group, the fsync is left to the next durable commit.
         """
-        return await asyncio.wrap_future(
-            self._writer.submit(self._in_unsynced_transaction, fn, *args))
+        return await asyncio.wrap_future(self.write_unsynced_nowait(fn, *args))
 
     def write_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """The same from a non-loop thread (jobs, consolidation)."""
@@ -209,7 +229,22 @@ class Database:
     def write_unsynced_nowait(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """:meth:`write_unsynced` without waiting: the write is queued behind earlier ones.
         The caller reports failures from the returned future."""
-        return self._writer.submit(self._in_unsynced_transaction, fn, *args)
+        future, = self._group.submit([GroupedWrite(fn, [args], durable=False)])
+        return future
+
+    async def prepare(self, fn: Callable[..., T], *args: Any) -> T:
+        """fn(scratch, *args) on the preparing thread, where `scratch` is an in-memory SQLite
+        connection of its own (FTS5 tokenises there exactly as in state.db). CPU work for a
+        write runs here, beside the writer: while the writer waits on SQLite or the disk, the
+        next write is being prepared."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._prep, self._prepare, fn, *args)
+
+    def _prepare(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._scratch is None:  # only ever touched on the one preparing thread
+            self._scratch = sqlite3.connect(":memory:", isolation_level=None,
+                                            check_same_thread=False)
+        return fn(self._scratch, *args)
 
     async def settled(self) -> None:
         """Wait until every write queued before this call has been committed (or failed)."""
@@ -243,7 +278,7 @@ class Database:
 
     async def ping(self) -> bool:
         """True when a read connection answers a trivial query (the health check)."""
-        return await self.read_light(_answers)
+        return await self.read_light(answers)
 
     async def read_light(self, fn: Callable[..., T], *args: Any) -> T:
         """A read of a few rows by key (status counters, health) on a thread and connection
@@ -260,8 +295,12 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        self._group.close()
         self._light.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        self._prep.shutdown(wait=True, cancel_futures=True)
+        if self._scratch is not None:
+            self._scratch.close()
         # Readers first: only the last connection to close checkpoints the WAL into state.db
         # and deletes it, and a read-only connection cannot, so the writer must be last.
         with self._read_lock:

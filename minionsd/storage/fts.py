@@ -42,9 +42,12 @@ def plain_cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 
 def _scratch(cur: sqlite3.Cursor) -> None:
-    """The TEMP tables this module tokenises in (per connection, created on first use)."""
+    """The TEMP tables this module tokenises in (per connection, created on first use).
+
+    The counting table is contentless: emptying it is FTS5's 'delete-all', which drops the
+    index without tokenising the text a second time as a DELETE would."""
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE} USING "
-                f"fts5(title, body, aux, tokenize='{TOKENIZER}')")
+                f"fts5(title, body, aux, content='', tokenize='{TOKENIZER}')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_col USING "
                 f"fts5vocab(temp, {_COUNTS_TABLE}, 'col')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE} USING "
@@ -59,12 +62,26 @@ def _empty(cur: sqlite3.Cursor, table: str) -> None:
     writer's transaction that adds many records (a consolidation batch, a bulk load) each
     record's counts would flush the previous record's index entries as a segment of their
     own, and the transaction would slow down with every record it holds."""
-    cur.execute(f"DELETE FROM temp.{table}")
+    if table == _COUNTS_TABLE:
+        cur.execute(f"INSERT INTO temp.{table} ({table}) VALUES ('delete-all')")
+    else:
+        cur.execute(f"DELETE FROM temp.{table}")
 
 
 def _text(blob: bytes) -> str:
     # FTS5 cuts a huge token at a byte limit, possibly inside a character.
     return blob.decode("utf-8", errors="replace")
+
+
+_INTEGRAL_WEIGHTS = all(w == int(w) for w in BM25_WEIGHTS)
+# One row: the record's length and its "<stem> <weighted count>" lines, stems in the index's
+# (byte) order, built by SQLite rather than row by row in Python.
+_COUNTS_SQL = (
+    "SELECT sum(cnt), CAST(group_concat(CAST(term AS BLOB) || ' ' || w, char(10)) AS BLOB) "
+    "FROM (SELECT term, sum(cnt) AS cnt, "
+    f"sum(cnt * CASE col WHEN 'title' THEN {BM25_WEIGHTS[0]:g} WHEN 'body' THEN "
+    f"{BM25_WEIGHTS[1]:g} ELSE {BM25_WEIGHTS[2]:g} END) AS w "
+    f"FROM temp.{_COUNTS_TABLE}_col GROUP BY term ORDER BY term)")
 
 
 def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
@@ -77,15 +94,32 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
     once at write time so a retrieval reads it instead of tokenising every candidate's text.
     """
     cur = plain_cursor(conn)
-    _scratch(cur)
+    values = tuple(scrub_surrogates(text or "") for text in (title, body, aux))
+    insert = f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) VALUES (1, ?, ?, ?)"
     try:
-        cur.execute(f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) "
-                    "VALUES (1, ?, ?, ?)", tuple(scrub_surrogates(text or "")
-                                                 for text in (title, body, aux)))
-        rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
-                           f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
+        cur.execute(insert, values)
+    except sqlite3.OperationalError:  # first use on this connection
+        _scratch(cur)
+        cur.execute(insert, values)
+    try:
+        if not _INTEGRAL_WEIGHTS:  # SQL would print 6.0 where the stored form has 6
+            return _format_counts(cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
+                                              f"FROM temp.{_COUNTS_TABLE}_col").fetchall())
+        length, lines = cur.execute(_COUNTS_SQL).fetchone()
+        if not lines:
+            return f"{COUNTS_FORMAT} {length or 0} 1\n"
+        try:
+            return f"{COUNTS_FORMAT} {length} 1\n{lines.decode('utf-8')}\n"
+        except UnicodeDecodeError:  # a stem cut inside a character: count in Python
+            rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
+                               f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
     finally:
         _empty(cur, _COUNTS_TABLE)
+    return _format_counts(rows)
+
+
+def _format_counts(rows: list[tuple[bytes, str, int]]) -> str:
+    """term_counts' text from (term, column, count) rows, stems decoded one by one."""
     weight = dict(zip(("title", "body", "aux"), BM25_WEIGHTS, strict=True))
     weighted: dict[str, float] = {}
     length = 0

@@ -60,13 +60,27 @@ def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
+def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """`fields` with the derived index columns (search_aux, term_counts) computed, so that
+    insert() has only SQL left to run. `scratch` is any connection (its TEMP tables tokenise);
+    the daemon computes these beside the writer, not on it."""
+    aux = ftsquery.index_aux_text(fields["title"], fields["body"], fields["paths"],
+                                  fields["tags"])
+    return {**fields, "search_aux": aux,
+            "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
+
+
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
            content_hash: str | None = None) -> str:
+    """Insert a new active record; its derived columns come from derive() when `fields` has
+    them, else they are computed here."""
     record_id = new_id(now)
     stamp = iso(now)
     row = dict(fields)
     created = row.pop("created_at", None) or stamp
-    aux = ftsquery.index_aux_text(row["title"], row["body"], row["paths"], row["tags"])
+    if "search_aux" not in row:
+        row = derive(conn, row)
+    aux, counts = row.pop("search_aux"), row.pop("term_counts")
     conn.execute(
         """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
                author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
@@ -78,7 +92,7 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
         row | {"id": record_id, "paths": json.dumps(row["paths"]),
                "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
                "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": fts.term_counts(conn, row["title"], row["body"], aux)},
+               "aux": aux, "counts": counts},
     )
     return record_id
 
@@ -180,9 +194,11 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             where.append(f"r.{column} = :{column}")
     condition = " AND ".join(where)
     weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+    only_active = statuses == ["active"] and len(where) == 1
+    ranked = _rank_active(conn, binds, limit, weights) if only_active else None
     # Rank first on the narrow join, then build rows and snippets for the page only: the
     # snippet and the wide row are the expensive part when thousands of records match.
-    ranked = conn.execute(
+    ranked = ranked if ranked is not None else conn.execute(
         f"""SELECT r.seq AS seq, memory_fts.rank AS rank
             FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
@@ -200,7 +216,6 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
         binds,
     ).fetchall() if order else []
     rows = sorted(rows, key=lambda row: order[row["seq"]][1])
-    only_active = statuses == ["active"] and len(where) == 1
     total = _count_active(conn, binds) if only_active else conn.execute(
         f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
             WHERE memory_fts MATCH :expr AND {condition}""",
@@ -209,6 +224,32 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
     records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
                                "rank": order[row["seq"]][0]} for row in rows]
     return {"records": records, "total": total}
+
+
+def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
+                 weights: str) -> list[dict[str, Any]] | None:
+    """The page of a search of active records by (rank, id), ranked in the FTS index alone:
+    the best few matches are taken from FTS5, then their records are looked up by key, instead
+    of joining every match with memory_records (half the cost when most records match). None
+    when that page cannot be told apart from what lies beyond the matches taken (too many
+    inactive ones among them, or a tie at the edge): the caller then ranks with the join."""
+    want = 2 * limit + 10
+    hits = conn.execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({weights})'
+            ORDER BY rank LIMIT :want""", {**binds, "want": want}).fetchall()
+    if not hits:
+        return []
+    facts = {row[0]: (row[1], row[2]) for row in conn.execute(
+        f"""SELECT r.seq, r.id, {EFFECTIVE_STATUS} FROM memory_records r
+            WHERE r.seq IN (SELECT value FROM json_each(:seqs))""",
+        {"now": binds["now"], "seqs": json.dumps([hit[0] for hit in hits])})}
+    active = sorted((rank, facts[seq][0], seq) for seq, rank in hits
+                    if seq in facts and facts[seq][1] == "active")
+    # When more matches may follow, the page must end before them.
+    if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
+        return None
+    return [{"seq": seq, "rank": rank} for rank, _, seq in active[:limit]]
 
 
 def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:

@@ -50,7 +50,6 @@ _COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
 # Humps of a camelCase / PascalCase token; acronyms stay together (HTTPServer -> HTTP, Server).
 _CAMEL_PART_RE = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 _HAS_HUMP_RE = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
-
 # Phrasal verbs whose noun form is the usual engineering word. Porter stemming already joins
 # "timeouts"/"timeout" and "retried"/"retry"; it cannot join "timed out" with "timeout".
 _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -70,6 +69,14 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\blook(?:s|ed|ing)?[ \t]+up\b", "lookup"),
     )
 )
+
+
+# Matches wherever any of _PHRASES could (and in a few more places), in lower-cased text: one
+# quick scan finds the texts with no phrasal verb at all, which are most of them.
+_MAYBE_PHRASE_RE = re.compile(
+    r"\b(?:tim(?:e|es|ed|ing)|set(?:s|ting)?|shut(?:s|ting)?|roll(?:s|ed|ing)?|"
+    r"back(?:s|ed|ing)?|fall(?:s|ing)?|fell|clean(?:s|ed|ing)?|log(?:s|ged|ging)?|"
+    r"sign(?:s|ed|ing)?|start(?:s|ed|ing)?|look(?:s|ed|ing)?)[ \t]+(?:up|down|back|off|out|in)\b")
 
 
 def quote_term(term: str) -> str:
@@ -95,6 +102,8 @@ def normalise_phrases(text: str) -> str:
 
 def phrase_forms(text: str) -> list[str]:
     """The one-word forms of the phrasal verbs that occur in `text`."""
+    if not _MAYBE_PHRASE_RE.search(text.lower()):
+        return []
     return [word for pattern, word in _PHRASES if pattern.search(text)]
 
 
@@ -114,12 +123,25 @@ def code_terms(text: str) -> Iterator[str]:
     """
     text = unicodedata.normalize("NFC", text)
     for compound in _COMPOUND_RE.finditer(text):
-        tokens = _TOKEN_RE.findall(compound.group(0))
-        for token in tokens:
-            yield token.lower()
-            yield from _camel_parts(token)
-        if 1 < len(tokens) <= _MAX_JOINED_PARTS:
-            yield "".join(tokens).lower()
+        yield from _compound_terms(compound.group(0))
+
+
+def _compound_terms(compound: str) -> Iterator[str]:
+    tokens = _TOKEN_RE.findall(compound)
+    for token in tokens:
+        yield token.lower()
+        yield from _camel_parts(token)
+    if 1 < len(tokens) <= _MAX_JOINED_PARTS:
+        yield "".join(tokens).lower()
+
+
+def _rich_terms(text: str) -> Iterator[str]:
+    """code_terms(text) without most of its plain tokens: every term that is not one of the
+    text's own tokens (lower-cased) comes out, in the same order."""
+    for compound in _COMPOUND_RE.findall(unicodedata.normalize("NFC", text)):
+        # One lower-case token (most words) gives only itself; anything else is looked at.
+        if "_" in compound or "-" in compound or not compound.islower():
+            yield from _compound_terms(compound)
 
 
 def is_useful_term(term: str, stop_words: frozenset[str] = STOP_WORDS) -> bool:
@@ -183,7 +205,8 @@ def index_aux_text(
     plain = {t.lower() for s in sources for t in _TOKEN_RE.findall(unicodedata.normalize("NFC", s))}
     extra: dict[str, None] = {}
     for source in sources:
-        for term in (*code_terms(source), *phrase_forms(source)):
+        # Plain tokens are all in `plain`: only identifier forms and phrases can be new.
+        for term in (*_rich_terms(source), *phrase_forms(source)):
             if term not in plain and len(term) <= MAX_TERM_CHARS:
                 extra.setdefault(term)
         if len(extra) >= _AUX_MAX_EXTRA_TERMS:

@@ -34,43 +34,16 @@ Design choices:
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
 
 from minionsd.text import secret_grammar as g
+from minionsd.text.secret_pattern import MARKER_PREFIX, Pattern
+from minionsd.text.secret_pattern import make_pattern as _p
 from minionsd.text.secret_shapes import TOKENS
 
-MARKER_PREFIX = "[REDACTED:"
+__all__ = ["MARKER_PREFIX", "PATTERNS", "Pattern", "kinds", "redact"]
 MAX_ROUNDS = 4
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """One secret shape: `regex` matches it, `template` (re.sub syntax) replaces it.
-
-    `{marker}` in the template stands for `[REDACTED:<kind>]`.
-    """
-
-    kind: str
-    description: str
-    regex: re.Pattern[str]
-    template: str
-    # Lower-case strings a match always contains one of; a text holding none of them skips
-    # the scan (a substring test costs far less than running the regex over a megabyte).
-    needles: tuple[str, ...] = ()
-
-    @property
-    def marker(self) -> str:
-        return f"{MARKER_PREFIX}{self.kind}]"
-
-    @property
-    def replacement(self) -> str:
-        return self.template.replace("{marker}", self.marker)
-
-
-def _p(kind: str, description: str, regex: str, template: str = "{marker}", flags: int = 0,
-       needles: tuple[str, ...] = ()) -> Pattern:
-    return Pattern(kind, description, re.compile(regex, flags), template, needles)
 
 
 # A token starts where no identifier character precedes it, or (Telegram) right after `/bot` in an
@@ -78,11 +51,15 @@ def _p(kind: str, description: str, regex: str, template: str = "{marker}", flag
 _TOKEN_LEFT = r"(?:(?<![A-Za-z0-9_-])|(?<=/bot))"
 _TOKEN_PATTERNS = tuple(_p(kind, desc, _TOKEN_LEFT + rx) for kind, desc, rx in TOKENS)
 # The whole token table as one alternation (one scan); the group name says which row matched.
-_TOKENS_RE = re.compile(
-    _TOKEN_LEFT + "(?:"
-    + "|".join(f"(?P<t{i}>{rx})" for i, (_, _, rx) in enumerate(TOKENS))
-    + ")"
-)
+@functools.cache
+def _tokens_re() -> re.Pattern[str]:
+    return re.compile(
+        _TOKEN_LEFT + "(?:"
+        + "|".join(f"(?P<t{i}>{rx})" for i, (_, _, rx) in enumerate(TOKENS))
+        + ")"
+    )
+
+
 _TOKEN_MARKERS = {f"t{i}": p.marker for i, p in enumerate(_TOKEN_PATTERNS)}
 # Every row lies inside a run of these characters, 20 or more long; ordinary prose has few
 # such runs, so the table is only tried inside them. (A run's edges are characters outside
@@ -173,7 +150,8 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.AWS_SECRET_KEYS),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
-        needles=("access", "secret", "session"),
+        needles=("secret_access", "secret-access", "secretaccess", "secret_key", "secret-key",
+                 "secretkey", "session_token", "session-token", "sessiontoken"),
     ),
     _p(
         "aws_secret_key_csv",
@@ -251,9 +229,13 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|\bngrok(?:[ \t]+config[ \t]+add-authtoken|[ \t]+authtoken)(?=[ \t])"
         r"|-pass(?:in|out)?[ \t]+pass:)[ \t]*)" + g.CLI_VALUE,
         "\\g<head>{marker}",
-        needles=("mysql", "mariadb", "sshpass", "login", "twine", "redis-cli", "curl", "wget",
-                 "http", "mongo", "sqlcmd", "bcp", "ldap", "7z", "zip", "keytool", "jarsigner",
-                 "configure", "ngrok", "pass:"),
+        # Each command with the flag it needs (--user and --proxy-user hold "-u"); the flag is
+        # tested first, as the rarer string.
+        needles=(("-p", "mysql"), ("-p", "mariadb"), ("-p", "sshpass"), ("-p", "login"),
+                 ("-p", "twine"), ("-a", "redis-cli"), ("-u", "curl"), ("-u", "wget"),
+                 ("-u", "http"), ("-p", "mongo"), ("-p", "sqlcmd"), ("-p", "bcp"),
+                 ("-w", "ldap"), ("-p", "7z"), ("-p", "zip"), ("pass", "keytool"),
+                 ("pass", "jarsigner"), "configure", "ngrok", "pass:"),
     ),
     _p(
         "netrc_password",
@@ -319,6 +301,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.SECRET_KEYS),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=g.SECRET_KEY_NEEDLES,
     ),
     _p(
         "generic_key",
@@ -327,6 +310,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.assignment(g.OTHER_KEYS, g.RANDOM_VALUE),
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
+        needles=("_key", "-key"),
     ),
     _p(
         "cli_secret",
@@ -337,6 +321,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + g.NOT_MARKER + r"(?![-\"'$])[^\s\"'`&,;<>]+",
         "\\g<head>{marker}",
         re.IGNORECASE,
+        needles=("pass", "token", "secret", "apikey", "api-key"),
     ),
     _p(
         "bearer",
@@ -358,19 +343,19 @@ def _token_marker(match: re.Match[str]) -> str:
 
 
 def _redact_tokens(run: re.Match[str]) -> str:
-    return _TOKENS_RE.sub(_token_marker, run.group())
+    return _tokens_re().sub(_token_marker, run.group())
 
 
 def _redact_once(text: str) -> str:
-    lowered = text.lower()
+    lowered = text.casefold()
     for pattern in _PASSES:
-        if not pattern.needles or any(n in lowered for n in pattern.needles):
+        if pattern.may_match(lowered):
             text, count = pattern.regex.subn(pattern.replacement, text)
             if count:
-                lowered = text.lower()
+                lowered = text.casefold()
         if pattern.kind == "webhook_url":  # the token table runs where its rows are listed
             text = _TOKEN_RUN.sub(_redact_tokens, text)
-            lowered = text.lower()
+            lowered = text.casefold()
     return text
 
 

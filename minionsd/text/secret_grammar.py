@@ -45,6 +45,10 @@ SECRET_KEYS = endings(
     "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key", "mnemonic",
     "seed phrase", "authtoken", "_pat",
 )
+# What every key SECRET_KEYS accepts holds (case-folded): redact.py skips the pattern for a
+# text with none of them. Keep in step with the words above.
+SECRET_KEY_NEEDLES = ("secret", "token", "key", "credential", "auth", "dockerconfigjson",
+                      "dockercfg", "mnemonic", "seed", "_pat")
 # Between key and value: an optional closing quote of a JSON/YAML key (and `]` of a subscript,
 # `app.config['SECRET_KEY'] = ...`), then =, :, := or =>, horizontal space only (an empty
 # `password=` never swallows the next line).

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from minionsd.fileio import atomic_write_text, create_new_text, read_text
+from minionsd.fileio import (
+    atomic_write_text,
+    create_from_temp,
+    create_new_text,
+    flush_to_disk,
+    read_text,
+    write_temp_unsynced,
+)
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import classify
 from minionsd.storage import journal
@@ -27,7 +34,51 @@ class Filing:
         self._step = step  # the pipeline's step boundary (abandon / crash point)
 
     def write_kb_entries(self, batch: journal.Batch) -> list[str]:
-        return [self._ensure_kb_entry(batch, note) for note in batch.notes if not note.done]
+        """Every note's KB entry, written with a bounded number of disk syncs: each new entry
+        is first written to a temp file, all temps are flushed at once, then each is linked to
+        its name (never overwriting) and the directories are flushed. A name is therefore only
+        ever given to a complete entry, as with create_new_text."""
+        home = self.app.home
+        rels: list[str | None] = []
+        staged: dict[int, tuple[journal.JournalNote, Path, Path]] = {}
+        notes = [note for note in batch.notes if not note.done]
+        for index, note in enumerate(notes):
+            rel = self._kb_path(batch, note)
+            target = home.root / rel
+            if not target.exists():
+                category = classify.classify(note.name, note.content)
+                text = self._entry_text(note, category, batch.date)
+                staged[index] = (note, target, write_temp_unsynced(target, text, mode=0o644))
+            rels.append(rel)
+        try:
+            flush_to_disk([tmp for _, _, tmp in staged.values()])
+            for index, (note, target, tmp) in staged.items():
+                self._step("kb")
+                try:
+                    create_from_temp(tmp, target)
+                except FileExistsError:  # another writer took the name: the slow way
+                    rels[index] = self._ensure_kb_entry(batch, note, stepped=True)
+        finally:
+            for _, _, tmp in staged.values():
+                tmp.unlink(missing_ok=True)
+        flush_to_disk([target.parent for _, target, _ in staged.values()])
+        return [rel for rel in rels if rel is not None]
+
+    def _kb_path(self, batch: journal.Batch, note: journal.JournalNote) -> str:
+        """The note's journalled KB path, or a new one (journalled) when the journalled path
+        holds someone else's file."""
+        home = self.app.home
+        rel = note.kb_path
+        if rel is None or not self._is_our_entry(home.root / rel, note):
+            category = classify.classify(note.name, note.content)
+            directory = home.rel(home.category_dir(category))
+            name = classify.entry_name(batch.date, note.author, note.name, note.content)
+            # A name already holding this note's entry is reused, so a redo never writes a
+            # second copy even when the chosen path was not journalled.
+            rel = classify.unique_path(
+                directory, name, lambda p: not self._is_our_entry(home.root / p, note))
+            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+        return rel
 
     def plan_kb(self, batch: journal.Batch) -> None:
         """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
@@ -39,6 +90,7 @@ class Filing:
             return
         home = self.app.home
         taken = {n.kb_path for n in batch.notes if n.kb_path}
+        chosen: list[tuple[str, dict[str, Any]]] = []
         for note in batch.notes:
             if note.kb_path is not None or note.done:
                 continue
@@ -47,10 +99,13 @@ class Filing:
             rel = classify.unique_path(
                 home.rel(home.category_dir(category)), name,
                 lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
-            self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
+            chosen.append((note.name, {"kb_path": rel}))
             taken.add(rel)
+        # One transaction for the whole plan: nothing is written by it before it commits.
+        self.app.db.write_blocking(_set_notes, batch.id, chosen)
 
-    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote) -> str:
+    def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote,
+                         stepped: bool = False) -> str:
         home = self.app.home
         category = classify.classify(note.name, note.content)
         rel = note.kb_path
@@ -66,7 +121,9 @@ class Filing:
             target = home.root / rel
             if target.exists():
                 return rel
-            self._step("kb")
+            if not stepped:
+                self._step("kb")
+            stepped = False
             try:
                 create_new_text(target, self._entry_text(note, category, batch.date),
                                 mode=0o644)
@@ -112,25 +169,35 @@ class Filing:
         """Fix every note's archive path up front: records and KB entries cite it."""
         home = self.app.home
         taken: set[str] = set()
+        chosen: list[tuple[str, dict[str, Any]]] = []
         for note in batch.notes:
             if note.archive_path is None:
                 rel = classify.unique_path(
                     home.rel(home.archive), classify.archive_name(batch.date, note.name),
                     lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name,
-                                           archive_path=rel)
+                chosen.append((note.name, {"archive_path": rel}))
                 taken.add(rel)
+        self.app.db.write_blocking(_set_notes, batch.id, chosen)
 
     def archive(self, batch: journal.Batch) -> list[str]:
+        """Move every note to its archive path, flush the two directories once, then mark the
+        moved notes done in one transaction. A crash in between redoes the marking: a note
+        already in the archive is recognised there (see _move_to_archive)."""
         home = self.app.home
         archived = []
+        moved: list[tuple[str, dict[str, Any]]] = []
+        directories: list[Path] = []
         for note in batch.notes:
             rel = self.archive_rel(batch, note)
             if not note.done:
                 self._step("archive")
                 self._move_to_archive(home.inbox / note.name, home.root / rel, note)
-                self.app.db.write_blocking(journal.set_note, batch.id, note.name, done=1)
+                moved.append((note.name, {"done": 1}))
+                directories.append((home.root / rel).parent)
             archived.append(rel)
+        if moved:
+            flush_to_disk([home.inbox, *dict.fromkeys(directories)])
+            self.app.db.write_blocking(_set_notes, batch.id, moved)
         return archived
 
     @staticmethod
@@ -154,6 +221,11 @@ class Filing:
             # The inbox file vanished or was rewritten since the batch began: archive what
             # the batch processed; a rewritten file stays in the inbox as a new note.
             atomic_write_text(target, note.content)
+
+
+def _set_notes(conn: Any, batch_id: str, updates: list[tuple[str, dict[str, Any]]]) -> None:
+    for name, fields in updates:
+        journal.set_note(conn, batch_id, name, **fields)
 
 
 def safe_meta(content: str) -> dict[str, Any]:

@@ -205,9 +205,12 @@ class Pipeline:
 
     def execute(self, batch_id: str) -> BatchResult:
         self.filing.plan_archive(self.app.db.read_blocking(journal.load, batch_id))
-        # KB names come from titles, so they are chosen from the redacted text too.
-        self.filing.plan_kb(_redacted(self.app.db.read_blocking(journal.load, batch_id)))
+        # KB names come from titles, so they are chosen from the redacted text too. Each note
+        # is redacted once per run (the plan only adds paths; the content stays the same).
+        redacted = _redacted(self.app.db.read_blocking(journal.load, batch_id))
+        self.filing.plan_kb(redacted)
         batch = self.app.db.read_blocking(journal.load, batch_id)
+        clean = {note.name: note.content for note in redacted.notes}
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
         result = BatchResult()
@@ -218,7 +221,7 @@ class Pipeline:
         else:
             # Every derived surface sees the redacted text; only the archive keeps the note
             # as written. redact() is deterministic, so a redo derives the same text.
-            derived = _redacted(batch)
+            derived = _redacted(batch, clean)
             mode, digest = self._digest(derived)
             result.mode = mode
             self._append_digest(derived, digest)
@@ -292,25 +295,37 @@ class Pipeline:
         return text is not None and notesfile.contains_entry(text, batch_id)
 
     def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
+        """Each configured agent's notes appended to its notebook: one locked read and one
+        atomic write per notebook, not per note. Entries carry their id, so a redo appends
+        only what is missing."""
         agents = self.app.config.agents
         counts: dict[str, int] = {}
+        by_author: dict[str, list[journal.JournalNote]] = {}
         for note in batch.notes:
             if note.done or not has_notebook(note.author, agents):
                 continue
-            path = self.app.notebook(note.author)
-            if path is None:  # a symlink out of knowledge/agents/: never followed
+            if self.app.notebook(note.author) is None:  # a symlink out of knowledge/agents/
+                continue  # never followed
+            by_author.setdefault(note.author, []).append(note)
+            counts[note.author] = counts.get(note.author, 0) + 1
+        for author, notes in by_author.items():
+            path = self.app.notebook(author)
+            if path is None:
                 continue
-            entry_id = note.content_hash[:16]
             with lock_for(path):
-                current = read_text(path, self.app.file_warnings)
-                if current is None or not notebooks.has_entry(current, entry_id):
+                original = current = read_text(path, self.app.file_warnings)
+                for note in notes:
+                    entry_id = note.content_hash[:16]
+                    if current is not None and notebooks.has_entry(current, entry_id):
+                        continue
                     entry = notebooks.render_entry(
                         entry_id=entry_id, date=batch.date, title=note_title(note),
                         body=note_body(note.content), source=Filing.archive_rel(batch, note),
                         meta=safe_meta(note.content))
                     self._step("notebook")
-                    atomic_write_text(path, notebooks.append_entry(current, note.author, entry))
-            counts[note.author] = counts.get(note.author, 0) + 1
+                    current = notebooks.append_entry(current, author, entry)
+                if current is not None and current != original:
+                    atomic_write_text(path, current)
         return counts
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
@@ -323,9 +338,12 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
-def _redacted(batch: journal.Batch) -> journal.Batch:
-    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
-    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
+def _redacted(batch: journal.Batch, known: dict[str, str] | None = None) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged);
+    `known` holds contents already redacted, by note name."""
+    known = known or {}
+    notes = [dataclasses.replace(n, content=known.get(n.name) or redact(n.content))
+             for n in batch.notes]
     return dataclasses.replace(batch, notes=notes)
 
 

@@ -1,0 +1,159 @@
+"""The mixed-client load: many concurrent clients adding, searching, retrieving, submitting
+notes and asking `status`, each on its own connection, as a team of agents does after a CI run.
+
+    .venv/bin/python scripts/bench_load.py                       # 64 clients, 32,000 calls
+    .venv/bin/python scripts/bench_load.py --clients 16 --calls 4000 --records 2000
+
+Starts a daemon on a temp home (auto-consolidation on, as configured by default), loads
+--records records, then runs --clients clients spread over --procs worker processes (so the
+clients' own Python does not share one interpreter lock), every client on its own connection,
+each call drawn from the mix below. Prints calls/s and per-method p50/p99/max, and returns the
+figures as a dict for scripts/bench.py. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_data  # noqa: E402
+from bench_common import Bench, pct, say  # noqa: E402
+
+# (method, share of the calls)
+MIX = (("memory.add", 0.30), ("memory.search", 0.25), ("memory.retrieve", 0.20),
+       ("inbox.submit", 0.10), ("status", 0.15))
+
+
+def _worker(socket_path: str, clients: int, calls: int, seed: int, out: Any) -> None:
+    from minionsd.rpc.client import Client
+
+    vocab = bench_data.Vocabulary(seed)
+    base = datetime.now(UTC).replace(microsecond=0)
+    tasks = [task for task, _project, _agent in bench_data.tasks(vocab, seed, 40)]
+    queries = bench_data.search_queries(vocab, seed, 200)
+    samples: list[tuple[str, float, bool]] = []
+    lock = threading.Lock()
+    methods = [m for m, _ in MIX]
+    weights = [w for _, w in MIX]
+
+    def client_loop(n: int) -> None:
+        rng = random.Random(f"{seed}-{os.getpid()}-{n}")
+        mine: list[tuple[str, float, bool]] = []
+        with Client(socket_path, timeout=300) as client:
+            for i in range(calls):
+                method = rng.choices(methods, weights)[0]
+                if method == "memory.add":
+                    params = bench_data.record_params(vocab, seed, rng.randrange(10**9), base)
+                elif method == "memory.search":
+                    params = {"query": rng.choice(queries)}
+                elif method == "memory.retrieve":
+                    params = {"task": rng.choice(tasks)}
+                elif method == "inbox.submit":
+                    params = {"author": "loadbot", "title": f"load note {n}-{i}",
+                              "body": f"Client {n} call {i}: " + rng.choice(queries)}
+                else:
+                    params = {}
+                began = time.perf_counter()
+                ok = True
+                try:
+                    client.call(method, params)
+                except Exception:  # an error reply counts as a call; it is reported
+                    ok = False
+                mine.append((method, time.perf_counter() - began, ok))
+        with lock:
+            samples.extend(mine)
+
+    threads = [threading.Thread(target=client_loop, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out.put(samples)
+
+
+def run_load(socket_path: str, clients: int, calls_total: int, procs: int,
+             seed: int) -> dict[str, Any]:
+    per_client = max(1, calls_total // clients)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    spread = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
+    workers = [ctx.Process(target=_worker, args=(socket_path, n, per_client, seed, queue))
+               for n in spread if n]
+    began = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    samples: list[tuple[str, float, bool]] = []
+    for _ in workers:
+        samples.extend(queue.get())
+    elapsed = time.perf_counter() - began
+    for worker in workers:
+        worker.join()
+    figures: dict[str, Any] = {"calls": len(samples), "seconds": elapsed,
+                               "calls_per_s": len(samples) / elapsed, "methods": {}}
+    for method, _ in (*MIX, ("all", 0)):
+        times = [t * 1000 for m, t, _ in samples if method in (m, "all")]
+        errors = sum(1 for m, _, ok in samples if method in (m, "all") and not ok)
+        if times:
+            figures["methods"][method] = {"n": len(times), "p50": pct(times, 50),
+                                          "p99": pct(times, 99), "max": max(times),
+                                          "errors": errors}
+    return figures
+
+
+def print_load(figures: dict[str, Any], clients: int) -> None:
+    say(f"   {figures['calls']:,} calls from {clients} clients in {figures['seconds']:.1f} s = "
+        f"{figures['calls_per_s']:,.0f} calls/s (load average {os.getloadavg()[0]:.2f})")
+    say(f"   {'method':18} {'calls':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>6}")
+    for method, row in figures["methods"].items():
+        say(f"   {method:18} {row['n']:7,} {row['p50']:8.1f} {row['p99']:8.1f} "
+            f"{row['max']:8.1f} {row['errors']:6}")
+
+
+def run_load_section(bench: Bench, records: int, clients: int, calls: int,
+                     procs: int) -> dict[str, Any]:
+    from bench_records import load_records
+
+    daemon = bench.new_daemon("load", {})
+    say(f"\n== 6. load: {clients} concurrent clients, {calls:,} calls "
+        f"({', '.join(f'{m} {w:.0%}' for m, w in MIX)}) over {records:,} records")
+    load_records(daemon, bench.vocab, bench.args.seed, 0, records, bench.base_time)
+    figures = run_load(str(daemon.socket), clients, calls, procs, bench.args.seed)
+    print_load(figures, clients)
+    daemon.stop()
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--calls", type=int, default=32_000)
+    parser.add_argument("--procs", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    bench = Bench(argparse.Namespace(seed=args.seed, pin=False, keep=False))
+    try:
+        figures = run_load_section(bench, args.records, args.clients, args.calls, args.procs)
+    finally:
+        bench.close()
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The derived index columns are computed faster but must not change: term_counts (built by
+SQLite in one statement) against a row-by-row reference, and search_aux (which skips plain
+tokens and texts without phrasal verbs) against the straightforward rule it implements."""
+
+from __future__ import annotations
+
+import sqlite3
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minionsd.storage import fts
+from minionsd.text import ftsquery
+from minionsd.text.textcut import scrub_surrogates
+
+WORDS = ["TokenRefresher", "token_refresher", "token-refresher", "HTTPServer", "timed out",
+         "set up", "Setting   up", "rolled back", "fell back", "log in", "logs out", "x2Y",
+         "été", "ÉCOLE", "naïve", "straße", "İstanbul", "ß", "ﬁle", "a_b_c_d_e_f_g_h_i_j",
+         "src/auth/token_refresh.py", "v1.2.3", "ERR_AUTH_CORRUPT", "cache", "the", "π",
+         "_lead", "trail_", "--flag", "mixedCASEWord", "ABC123def", "é\u0301", "\u212a"]
+TEXT = st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=12)), max_size=25).map(
+    lambda parts: " ".join(parts))
+
+
+def reference_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
+    """term_counts the long way: FTS5's per-column counts read row by row, summed in Python."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ref USING "
+                 f"fts5(title, body, aux, tokenize='{fts.TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.ref_col USING "
+                 "fts5vocab(temp, ref, 'col')")
+    conn.execute("DELETE FROM temp.ref")
+    conn.execute("INSERT INTO temp.ref (rowid, title, body, aux) VALUES (1, ?, ?, ?)",
+                 tuple(scrub_surrogates(t) for t in (title, body, aux)))
+    weight = dict(zip(("title", "body", "aux"), fts.BM25_WEIGHTS, strict=True))
+    weighted: dict[str, float] = {}
+    length = 0
+    for term, col, cnt in conn.execute("SELECT CAST(term AS BLOB), col, cnt FROM temp.ref_col"):
+        stem = term.decode("utf-8", "replace")
+        weighted[stem] = weighted.get(stem, 0.0) + cnt * weight[col]
+        length += cnt
+    lines = [f"2 {length} 1"] + [f"{s} {int(f) if f == int(f) else f!r}"
+                                 for s, f in weighted.items()]
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(title=TEXT, body=TEXT, aux=TEXT)
+def test_term_counts_match_the_row_by_row_reference(title, body, aux):
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    checker = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        assert fts.term_counts(scratch, title, body, aux) == \
+            reference_counts(checker, title, body, aux)
+        # The scratch table is empty again: a second record is counted on its own.
+        assert fts.term_counts(scratch, "", body, "") == reference_counts(checker, "", body, "")
+    finally:
+        scratch.close()
+        checker.close()
+
+
+def test_term_counts_of_empty_text():
+    conn = sqlite3.connect(":memory:")
+    try:
+        assert fts.term_counts(conn, "", "", "") == "2 0 1\n"
+    finally:
+        conn.close()
+
+
+def reference_aux(title: str, body: str, paths: list[str], tags: list[str]) -> str:
+    """search_aux by its definition: every code term and phrase form of every source that is
+    not one of their plain tokens, first seen first, bounded as index_aux_text bounds it."""
+    paths = [p[:300] for p in paths[:50]]
+    tags = [t[:300] for t in tags[:50]]
+    sources = [*paths, *tags, title, body]
+    plain = {t.lower() for s in sources
+             for t in ftsquery._TOKEN_RE.findall(unicodedata.normalize("NFC", s))}
+    extra: dict[str, None] = {}
+    for source in sources:
+        phrases = [word for pattern, word in ftsquery._PHRASES if pattern.search(source)]
+        for term in (*ftsquery.code_terms(source), *phrases):
+            if term not in plain and len(term) <= ftsquery.MAX_TERM_CHARS:
+                extra.setdefault(term)
+        if len(extra) >= 300:
+            break
+    words = list(extra)[:300]
+    return "\n".join(p for p in (" ".join(paths), " ".join(tags), " ".join(words)) if p)
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=TEXT, body=TEXT, paths=st.lists(TEXT, max_size=3), tags=st.lists(TEXT, max_size=3))
+def test_search_aux_matches_its_definition(title, body, paths, tags):
+    assert ftsquery.index_aux_text(title, body, paths, tags) == \
+        reference_aux(title, body, paths, tags)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT)
+def test_the_phrase_prefilter_never_hides_a_phrase(text):
+    expected = [word for pattern, word in ftsquery._PHRASES if pattern.search(text)]
+    assert ftsquery.phrase_forms(text) == expected
