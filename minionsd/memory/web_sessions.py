@@ -57,21 +57,18 @@ def _scopes(value: Any) -> list[str]:
 
 def judge_token(row: dict[str, Any] | None, human_authors: frozenset[str],
                 now: Any) -> dict[str, Any]:
-    """Whether a token row may sign in: {valid: true, name, agent, scopes, project,
-    expires_at} or {valid: false, reason}."""
-    if row is None:
-        return {"valid": False, "reason": "unknown"}
-    if row["revoked_at"]:
-        return {"valid": False, "reason": "revoked"}
-    if row["expires_at"] and parse_iso(row["expires_at"]) <= now:
-        return {"valid": False, "reason": "expired"}
-    if row["agent"] in human_authors:
-        return {"valid": False, "reason": "agent_is_human"}
-    scopes = _scopes(row["scopes"])
+    """Whether a token row may sign in: token.verify's rules (tokens.judge), then the view's
+    own: read scope, and no project binding (the view shows the whole home: digest,
+    quarantine, every agent's retrievals, which a project cannot bound)."""
+    answer = tokens.judge(row, human_authors, now)
+    if not answer["valid"]:
+        return answer
+    scopes = _scopes(answer["scopes"])
     if "read" not in scopes:
         return {"valid": False, "reason": "no_read_scope"}
-    return {"valid": True, "name": row["name"], "agent": row["agent"], "scopes": scopes,
-            "project": row["project"], "expires_at": row["expires_at"]}
+    if answer.get("project"):
+        return {"valid": False, "reason": "project_bound"}
+    return answer | {"scopes": scopes}
 
 
 def make_local_token(conn: Any, name: str, human_authors: frozenset[str], now: Any) -> None:
@@ -106,10 +103,6 @@ class WebSessionSurface(Surface):
                                      app.human_authors(), now)
                 if not answer["valid"]:
                     return answer
-                if answer.get("project"):
-                    # The view shows the whole home (digest, quarantine, every agent's
-                    # retrievals), which a project cannot bound.
-                    return {"valid": False, "reason": "project_bound"}
                 return answer | self._new_session(conn, answer["name"], hours, now)
 
             return await app.db.write(create)
@@ -150,10 +143,6 @@ class WebSessionSurface(Surface):
                                      app.human_authors(), now)
                 if not answer["valid"]:
                     return answer
-                if answer.get("project"):
-                    # The view shows the whole home (digest, quarantine, every agent's
-                    # retrievals), which a project cannot bound.
-                    return {"valid": False, "reason": "project_bound"}
                 return answer | self._new_session(conn, answer["name"], hours, now)
 
             return await app.db.write(redeem)
