@@ -8,6 +8,7 @@ front-matter block: the note's own keys merged with `source`, `agent`, `category
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -69,12 +70,12 @@ def title_slug(name: str, content: str | None) -> str:
     # Redacted before slugging: a lower-cased, dashed token is no longer a shape the redactor
     # knows, and the slug becomes a KB path, a record's source and front matter.
     title = redact(title) if title else None
-    stem = redacted_name(stem)
-    for candidate in (title, stem):
-        slug = slugify(candidate or "", TITLE_SLUG_MAX).strip("-")
-        if slug:
-            return slug
-    return safe_slug(f"note {title or stem}", TITLE_SLUG_MAX)
+    slug = slugify(title or "", TITLE_SLUG_MAX).strip("-")
+    if slug:
+        return slug
+    stem = redacted_name(stem)  # only when the title gives nothing: it costs more
+    slug = slugify(stem, TITLE_SLUG_MAX).strip("-")
+    return slug or safe_slug(f"note {title or stem}", TITLE_SLUG_MAX)
 
 
 def entry_name(date: str, author: str, name: str, content: str | None) -> str:
@@ -128,10 +129,19 @@ _PARTS_MAX = 12  # separators a token may span (a Slack token has 3)
 _PART_MIN = 8  # no secret shape is shorter
 
 
+@functools.lru_cache(maxsize=4096)
 def redacted_name(name: str) -> str:
     """An inbox file name with its secrets redacted, still a plain file name: a token in it
     becomes `redacted-<kind>` (`dallas-ghp_….md` -> `dallas-redacted-github_token.md`)."""
     text = redact(name)
+    if text == name and not _a_part_changes(name):
+        return _MARKER_RE.sub(r"redacted-\1", name)  # the common case, in two redact calls
+    return walk_name_parts(text)
+
+
+def walk_name_parts(text: str) -> str:
+    """redacted_name's part-by-part walk over an already redacted name (the reference its
+    quick check must agree with)."""
     # In prose a token glued to a longer word is not one; in a file name words are joined by
     # dashes and dots (`dallas-AKIA…-keys.md`), so every run of whole parts between them is
     # tried on its own too, longest first (a token may hold dashes itself).
@@ -151,6 +161,40 @@ def redacted_name(name: str) -> str:
             break
         start = following.end()
     return _MARKER_RE.sub(r"redacted-\1", text)
+
+
+# Between the parts redacted together: no secret shape reaches across a NUL, and the newlines
+# on both sides give each part the edges it has alone (start and end of a line).
+_PART_GLUE = "\n\x00\n"
+
+
+def _name_parts(text: str) -> list[str]:
+    """Every run of whole parts redacted_name tries on its own, for an unchanged name."""
+    parts = []
+    start = 0
+    while start < len(text):
+        ends = [m.start() for m in _NAME_SEPARATORS.finditer(text, start + 1)] + [len(text)]
+        for end in reversed(ends[:_PARTS_MAX]):
+            if end - start < _PART_MIN:
+                break
+            parts.append(text[start:end])
+        following = _NAME_SEPARATORS.search(text, start)
+        if following is None:
+            break
+        start = following.end()
+    return parts
+
+
+def _a_part_changes(name: str) -> bool:
+    """False when redacting every part of `name` on its own would change none of them: the
+    parts are redacted as one text, one per line. A secret shape in a part is found there too
+    (each part keeps its edges), so an unchanged text means unchanged parts; a change (even
+    one that only the joining made) sends the caller to the part-by-part walk."""
+    parts = _name_parts(name)
+    if not parts:
+        return False
+    joined = _PART_GLUE.join(parts)
+    return redact(joined) != joined
 
 
 def archive_name(date: str, name: str) -> str:

@@ -162,8 +162,9 @@ class Filing:
 
     @staticmethod
     def archive_rel(batch: journal.Batch, note: journal.JournalNote) -> str:
-        fallback = f"notes/archive/{classify.archive_name(batch.date, note.name)}"
-        return note.archive_path or fallback
+        if note.archive_path:
+            return note.archive_path
+        return f"notes/archive/{classify.archive_name(batch.date, note.name)}"
 
     def plan_archive(self, batch: journal.Batch) -> None:
         """Fix every note's archive path up front: records and KB entries cite it."""
