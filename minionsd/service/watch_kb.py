@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import time
 from pathlib import Path
 
 import structlog
@@ -29,6 +31,7 @@ from minionsd.threads import run_in_daemon_thread
 log = structlog.get_logger()
 DEBOUNCE_S = 0.5
 DEFER_RETRY_S = 5.0  # how soon an entry a batch was writing is looked at again
+SYNC_CHUNK = 64  # entries synced per worker thread (a stop waits for one chunk at most)
 
 
 class _Touched(FileSystemEventHandler):
@@ -55,6 +58,9 @@ class KnowledgeWatcher(ObservedDirectory):
         super().__init__()
         self.app = app
         self._pending: set[Path] = set()
+        self._last_touch = 0.0  # monotonic time of the latest event (under _lock)
+        self._armed = False  # a debounce is scheduled or running (under _lock)
+        self._stopping = threading.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task | None = None
         self._deferred: set[Path] = set()  # entries an open batch was writing (see _defer)
@@ -71,45 +77,69 @@ class KnowledgeWatcher(ObservedDirectory):
         return len(parts) == 2 and parts[0] in KB_CATEGORIES and is_candidate_name(parts[1])
 
     def touched(self, path: Path) -> None:
-        """Called on the observer thread for every event path."""
+        """Called on the observer thread for every event path. Only the first event of a
+        quiet spell wakes the loop; later ones just move the quiet spell's end (a burst of
+        a thousand entries costs one timer, not a thousand)."""
         if not self.entry_path(path):
             return
         with self._lock:
             self._pending.add(path)
+            self._last_touch = time.monotonic()
+            wake, self._armed = not self._armed, True
             loop = self._loop
-        if loop is not None:
+        if wake and loop is not None:
             loop.call_soon_threadsafe(self._debounce)
 
-    def _debounce(self) -> None:
+    def _debounce(self, delay: float = DEBOUNCE_S) -> None:
         if self._timer is not None:
             self._timer.cancel()
         assert self._loop is not None
-        self._timer = self._loop.call_later(DEBOUNCE_S, self._flush)
+        self._timer = self._loop.call_later(delay, self._flush)
 
     def _flush(self) -> None:
         self._timer = None
+        with self._lock:
+            quiet_in = self._last_touch + DEBOUNCE_S - time.monotonic()
+        if quiet_in > 0:
+            self._debounce(quiet_in)  # events came meanwhile: wait for DEBOUNCE_S of quiet
+            return
         if self._task is not None and not self._task.done():
             self._debounce()  # one sync at a time; look again once this one is done
             return
         with self._lock:
             paths, self._pending = sorted(self._pending), set()
+            self._armed = False
         if paths and self._loop is not None:
             self._task = self._loop.create_task(self._sync(paths))
 
     async def _sync(self, paths: list[Path]) -> None:
+        """The touched entries, a chunk per worker thread (not a thread per entry)."""
+        for start in range(0, len(paths), SYNC_CHUNK):
+            if self._stopping.is_set():
+                return
+            chunk = paths[start:start + SYNC_CHUNK]
+            deferred = await run_in_daemon_thread(self._sync_chunk, chunk, name="kb-watch")
+            for path in deferred:
+                self._defer(path)
+
+    def _sync_chunk(self, paths: list[Path]) -> list[Path]:
+        """Sync each entry (on a worker thread); returns the ones an open batch is writing."""
+        deferred = []
         for path in paths:
+            if self._stopping.is_set():
+                break
             try:
-                outcome = await run_in_daemon_thread(kb_sweep.sync_kb_file, self.app, path,
-                                                     self.app.now(), name="kb-watch")
+                outcome = kb_sweep.sync_kb_file(self.app, path, self.app.now())
             except Exception:
                 log.exception("kb_watch.sync_failed", path=self.app.home.rel(path))
                 continue
             self.synced += 1
             if outcome == "deferred":
                 log.info("kb_watch.deferred", path=self.app.home.rel(path))
-                self._defer(path)
+                deferred.append(path)
             if outcome not in ("unchanged", "deferred"):
                 log.info("kb_watch.synced", path=self.app.home.rel(path), outcome=outcome)
+        return deferred
 
     def _defer(self, path: Path) -> None:
         """An open batch is writing `path` and links it itself; look again a little later, so
@@ -133,9 +163,11 @@ class KnowledgeWatcher(ObservedDirectory):
     async def start(self) -> None:
         for category in KB_CATEGORIES:
             (self._directory() / category).mkdir(parents=True, exist_ok=True)
+        self._stopping.clear()
         self._begin()
 
     async def stop(self) -> None:
+        self._stopping.set()
         observer = self._detach()
         if self._timer is not None:
             self._timer.cancel()
