@@ -16,8 +16,10 @@ recognised note key, is read line by line instead (`read_note` says so in its wa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -118,6 +120,41 @@ def read_note(text: str) -> tuple[dict, str, list[str]]:
         kind = type(meta).__name__
         raise FrontMatterError(f"front matter must be a mapping of keys to values, not a {kind}")
     return meta, body, []
+
+
+@dataclass(frozen=True)
+class NoteParts:
+    """A note split once: its front matter as read (`meta`), the same with wrongly typed
+    recognised keys dropped (`checked`), the body, and `error`, the FrontMatterError detail
+    when the block cannot be read (then both mappings are empty and `body` is None)."""
+
+    meta: dict[str, Any]
+    checked: dict[str, Any]
+    body: str | None
+    error: str | None
+
+
+PARTS_CACHE_MAX_CHARS = 32_768  # longer notes are split again each time they are asked for
+
+
+def note_parts(text: str) -> NoteParts:
+    """`text` split as parse_note and check_note_types do, remembered for the last notes
+    asked about (consolidation asks about each note of a batch many times). The mappings
+    are shared between callers: copy one before changing it."""
+    if len(text) > PARTS_CACHE_MAX_CHARS:
+        return _split_note(text)
+    return _cached_parts(text)
+
+
+def _split_note(text: str) -> NoteParts:
+    try:
+        meta, body = parse_note(text)
+    except FrontMatterError as exc:
+        return NoteParts({}, {}, None, exc.detail)
+    return NoteParts(meta, check_note_types(meta)[0], body, None)
+
+
+_cached_parts = functools.lru_cache(maxsize=128)(_split_note)
 
 
 def _line_value(key: str, raw: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from minionsd.fileio import fit_name
 from minionsd.memory.consolidate import gist
-from minionsd.text.markdown import check_note_types, parse_note, render_note, safe_slug, slugify
+from minionsd.text.markdown import FrontMatterError, note_parts, render_note, safe_slug, slugify
 from minionsd.text.redact import redact
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
@@ -118,8 +118,10 @@ def render_entry(
     keys follow. When the note already used one of our keys with another value, its value is
     kept as `note_<key>`. Raises FrontMatterError when the note's front matter is invalid.
     """
-    meta, body = parse_note(content)
-    meta = check_note_types(meta)[0]
+    parts = note_parts(content)
+    if parts.error is not None or parts.body is None:
+        raise FrontMatterError(parts.error or "front matter cannot be read")
+    meta, body = parts.checked, parts.body
     own = {"source": source, "agent": agent, "category": category, "date": date}
     return render_note(_merged_meta(meta, own, extra), body)
 

@@ -25,7 +25,7 @@ from minionsd.fileio import (
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import classify
 from minionsd.storage import journal
-from minionsd.text.markdown import FrontMatterError, check_note_types, parse_note
+from minionsd.text.markdown import FrontMatterError, note_parts
 
 
 class Filing:
@@ -230,10 +230,7 @@ def _set_notes(conn: Any, batch_id: str, updates: list[tuple[str, dict[str, Any]
 
 
 def safe_meta(content: str) -> dict[str, Any]:
-    try:
-        return check_note_types(parse_note(content)[0])[0]
-    except FrontMatterError:
-        return {}
+    return dict(note_parts(content).checked)  # empty when the block cannot be read
 
 
 def strip_front_matter(content: str) -> str:

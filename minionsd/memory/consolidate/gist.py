@@ -9,11 +9,12 @@ detection can refuse to merge lines that differ in them. Pure functions.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from minionsd.text.markdown import FrontMatterError, parse_note
+from minionsd.text.markdown import note_parts
 
 TITLE_MAX = 120
 GIST_MAX = 300
@@ -41,11 +42,10 @@ class NoteText:
 
 def split(content: str) -> NoteText:
     """Front matter and body; a block that is not valid YAML is cut off, never read as text."""
-    try:
-        meta, body = parse_note(content)
-        return NoteText(meta, body)
-    except FrontMatterError:
-        return NoteText({}, _cut_front_matter(content))
+    parts = note_parts(content)
+    if parts.error is None and parts.body is not None:
+        return NoteText(dict(parts.meta), parts.body)
+    return NoteText({}, _cut_front_matter(content))
 
 
 def _cut_front_matter(content: str) -> str:
@@ -112,8 +112,10 @@ def _same(a: str, b: str) -> bool:
     return a.rstrip(".!?:").lower() == b.rstrip(".!?:").lower()
 
 
+@functools.lru_cache(maxsize=128)
 def title_and_gist(content: str) -> tuple[str, str]:
-    """(title, gist) of a note; the gist is "" when the note says nothing beyond its title."""
+    """(title, gist) of a note; the gist is "" when the note says nothing beyond its title.
+    Remembered for the last notes asked about: a batch asks several times per note."""
     note = split(content)
     title = note.meta.get("title")
     title = _clean(title) if isinstance(title, str) and title.strip() else None

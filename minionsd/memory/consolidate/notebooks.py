@@ -102,6 +102,27 @@ def has_entry(text: str, entry_id: str) -> bool:
     return any(m.group(1) == entry_id for m in _ENTRY_RE.finditer(text))
 
 
+def entry_ids(text: str) -> set[str]:
+    """The ids of every entry the notebook holds."""
+    return {m.group(1) for m in _ENTRY_RE.finditer(text)}
+
+
+def append_entries(current: str | None, agent: str, entries: list[str]) -> str:
+    """The notebook after appending each of `entries` in turn, as append_entry does one by
+    one, with the notebook scanned for its entry ids once instead of once per entry."""
+    text = current if current and current.strip() else notebook_header(agent)
+    known = entry_ids(text)
+    for entry in entries:
+        match = _ENTRY_RE.match(entry)
+        if match is None:
+            raise ValueError("a notebook entry must start with its entry marker")
+        if match.group(1) in known:
+            continue
+        known.add(match.group(1))
+        text = text.rstrip("\n") + "\n\n" + entry
+    return text
+
+
 def count_entries(text: str) -> int:
     """Number of entries in a notebook."""
     return len(_ENTRY_RE.findall(text))

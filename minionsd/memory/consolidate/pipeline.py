@@ -313,19 +313,21 @@ class Pipeline:
             if path is None:
                 continue
             with lock_for(path):
-                original = current = read_text(path, self.app.file_warnings)
+                current = read_text(path, self.app.file_warnings)
+                known = notebooks.entry_ids(current) if current is not None else set()
+                entries = []
                 for note in notes:
                     entry_id = note.content_hash[:16]
-                    if current is not None and notebooks.has_entry(current, entry_id):
+                    if entry_id in known:
                         continue
-                    entry = notebooks.render_entry(
+                    known.add(entry_id)
+                    entries.append(notebooks.render_entry(
                         entry_id=entry_id, date=batch.date, title=note_title(note),
                         body=note_body(note.content), source=Filing.archive_rel(batch, note),
-                        meta=safe_meta(note.content))
+                        meta=safe_meta(note.content)))
                     self._step("notebook")
-                    current = notebooks.append_entry(current, author, entry)
-                if current is not None and current != original:
-                    atomic_write_text(path, current)
+                if entries:
+                    atomic_write_text(path, notebooks.append_entries(current, author, entries))
         return counts
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:

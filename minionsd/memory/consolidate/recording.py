@@ -26,7 +26,7 @@ from minionsd.memory.consolidate.types import Abandoned
 from minionsd.memory.identity import ENGINE, author_trust
 from minionsd.memory.inbox import Inbox
 from minionsd.storage import journal, kb_index, records, submissions
-from minionsd.text.markdown import FrontMatterError, parse_note
+from minionsd.text.markdown import note_parts
 
 log = structlog.get_logger()
 
@@ -159,10 +159,8 @@ def mentioned_paths(text: str, limit: int = 50) -> list[str]:
     return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
 
 def note_body(content: str) -> str:
-    try:
-        return parse_note(content)[1].strip()
-    except FrontMatterError:
-        return strip_front_matter(content).strip()
+    body = note_parts(content).body
+    return (strip_front_matter(content) if body is None else body).strip()
 
 def note_title(note: journal.JournalNote) -> str:
     """Front matter `title`, else the first heading, else the first sentence (gist.py)."""

@@ -1,0 +1,106 @@
+"""Consolidation's shortcuts agree with the plain code they replace.
+
+* notebooks.append_entries (one scan of the notebook) == append_entry folded over the entries;
+* markdown.note_parts (split once, remembered) == parse_note + check_note_types, and callers
+  cannot change what the next caller gets;
+* the remembered gist.title_and_gist == a fresh computation.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minionsd.memory.consolidate import gist
+from minionsd.memory.consolidate.filing import safe_meta
+from minionsd.memory.consolidate.notebooks import append_entries, append_entry, render_entry
+from minionsd.memory.consolidate.recording import note_body
+from minionsd.text.markdown import (
+    PARTS_CACHE_MAX_CHARS,
+    FrontMatterError,
+    check_note_types,
+    note_parts,
+    parse_note,
+)
+
+_IDS = st.sampled_from(["a1", "b2", "c3", "d4", "e5"])
+_BODIES = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
+
+
+def _entry(entry_id: str, body: str) -> str:
+    return render_entry(entry_id=entry_id, date="2026-12-04", title=f"Note {entry_id}",
+                        body=body, source=f"notes/archive/{entry_id}.md")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.just(""), st.just("  \n"), st.lists(
+           st.tuples(_IDS, _BODIES), max_size=4).map(
+           lambda rows: append_entries(None, "dallas", [_entry(i, b) for i, b in rows]))),
+       st.lists(st.tuples(_IDS, _BODIES), max_size=8))
+def test_append_entries_is_append_entry_folded(current, rows):
+    entries = [_entry(i, b) for i, b in rows]
+    folded = current
+    for entry in entries:
+        folded = append_entry(folded, "dallas", entry)
+    got = append_entries(current, "dallas", entries)
+    if entries:
+        assert got == folded
+    else:
+        assert got == (current if current and current.strip() else append_entries(
+            None, "dallas", []))
+
+
+def test_append_entries_refuses_an_entry_without_marker():
+    with pytest.raises(ValueError, match="entry marker"):
+        append_entries(None, "dallas", ["### no marker\n"])
+
+
+NOTES = [
+    "---\ntitle: Retry storm\ntags: [ci, flaky]\nimportance: 0.9\n---\n\n# Retry\n\nBody.\n",
+    "---\ntitle: Fix: colon in title\nproject: web\n---\nBody after a line-read block\n",
+    "---\n- a list\n---\nbody\n",  # not a mapping: FrontMatterError
+    "---\ntitle: [unclosed\n---\nbody\n",  # not YAML, not key: value lines either
+    "---\nimportance: 7\nhold: maybe\ntitle: 12\n---\nwrong types dropped\n",
+    "no front matter at all\n",
+    "\ufeff---\nauthor: dallas\n---\n\nBOM first\n",
+]
+
+
+@pytest.mark.parametrize("text", NOTES)
+def test_note_parts_matches_parse_note(text):
+    for _ in range(2):  # first split, then remembered
+        parts = note_parts(text)
+        try:
+            meta, body = parse_note(text)
+        except FrontMatterError as exc:
+            assert (parts.meta, parts.checked, parts.body, parts.error) == ({}, {}, None,
+                                                                             exc.detail)
+            continue
+        assert parts.error is None
+        assert parts.meta == meta and parts.body == body
+        assert parts.checked == check_note_types(meta)[0]
+
+
+def test_callers_get_their_own_mappings():
+    text = NOTES[0]
+    first = safe_meta(text)
+    first["title"] = "changed"
+    first["tags"] = []
+    assert safe_meta(text)["title"] == "Retry storm"
+    split = gist.split(text)
+    split.meta["title"] = "changed too"
+    assert gist.split(text).meta["title"] == "Retry storm"
+
+
+def test_a_long_note_is_split_without_the_cache():
+    text = "---\ntitle: Long\n---\n\n" + "word " * (PARTS_CACHE_MAX_CHARS // 4)
+    assert note_parts(text).checked == {"title": "Long"}
+    assert note_body(text) == parse_note(text)[1].strip()
+
+
+@pytest.mark.parametrize("text", NOTES)
+def test_remembered_title_and_gist(text):
+    fresh = gist.title_and_gist.__wrapped__(text)  # type: ignore[attr-defined]
+    assert gist.title_and_gist(text) == fresh
+    assert gist.title_and_gist(text) == fresh
