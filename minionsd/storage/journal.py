@@ -8,6 +8,7 @@ any point ends with each note processed exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
@@ -121,7 +122,37 @@ def set_note(conn: sqlite3.Connection, batch_id: str, name: str, **fields: Any) 
                  fields | {"batch_id": batch_id, "name": name})
 
 
-def finish(conn: sqlite3.Connection, batch_id: str, now: datetime, storm: bool) -> None:
+Updates = list[tuple[str, dict[str, Any]]]  # (note name, journal fields to set)
+
+
+def with_fields(batch: Batch, updates: Updates) -> Batch:
+    """`batch` as it reads once `updates` are journalled (for deciding before writing)."""
+    if not updates:
+        return batch
+    by_name = dict(updates)
+    notes = [dataclasses.replace(n, **by_name[n.name]) if n.name in by_name else n
+             for n in batch.notes]
+    return dataclasses.replace(batch, notes=notes)
+
+
+def set_notes(conn: sqlite3.Connection, batch_id: str, updates: Updates) -> None:
+    for name, fields in updates:
+        set_note(conn, batch_id, name, **fields)
+
+
+def decide(conn: sqlite3.Connection, batch_id: str, updates: Updates, mode: str | None,
+           digest: str | None) -> None:
+    """A batch's plan (archive and KB paths) and its digest, journalled in one transaction
+    before any file is written; nothing is journalled for a mode already set."""
+    set_notes(conn, batch_id, updates)
+    if mode is not None:
+        set_digest(conn, batch_id, mode, digest)
+
+
+def finish(conn: sqlite3.Connection, batch_id: str, now: datetime, storm: bool,
+           done: tuple[str, ...] | list[str] = ()) -> None:
+    """Close the batch; `done` names notes whose archiving is marked in the same commit."""
+    set_notes(conn, batch_id, [(name, {"done": 1}) for name in done])
     conn.execute("UPDATE batches SET state = 'done', finished_at = ? WHERE id = ?",
                  (iso(now), batch_id))
     mode = conn.execute("SELECT mode FROM batches WHERE id = ?", (batch_id,)).fetchone()[0]

@@ -80,14 +80,15 @@ class Filing:
             self.app.db.write_blocking(journal.set_note, batch.id, note.name, kb_path=rel)
         return rel
 
-    def plan_kb(self, batch: journal.Batch) -> None:
+    def plan_kb(self, batch: journal.Batch) -> journal.Updates:
         """Fix every note's KB path before the digest, which links to it (SPEC §3.1).
 
-        Paths are journalled, so a redo links and writes the same files; a path that someone
-        else's file took meanwhile is chosen again when the entry is written.
+        The caller journals the paths (with the digest, journal.decide) before writing any
+        file, so a redo links and writes the same files; a path that someone else's file took
+        meanwhile is chosen again when the entry is written.
         """
         if any(n.role == "storm" for n in batch.notes) or batch.mode is not None:
-            return
+            return []
         home = self.app.home
         taken = {n.kb_path for n in batch.notes if n.kb_path}
         chosen: list[tuple[str, dict[str, Any]]] = []
@@ -101,8 +102,7 @@ class Filing:
                 lambda p, n=note: p in taken or not self._is_our_entry(home.root / p, n))
             chosen.append((note.name, {"kb_path": rel}))
             taken.add(rel)
-        # One transaction for the whole plan: nothing is written by it before it commits.
-        self.app.db.write_blocking(_set_notes, batch.id, chosen)
+        return chosen
 
     def _ensure_kb_entry(self, batch: journal.Batch, note: journal.JournalNote,
                          stepped: bool = False) -> str:
@@ -166,8 +166,9 @@ class Filing:
             return note.archive_path
         return f"notes/archive/{classify.archive_name(batch.date, note.name)}"
 
-    def plan_archive(self, batch: journal.Batch) -> None:
-        """Fix every note's archive path up front: records and KB entries cite it."""
+    def plan_archive(self, batch: journal.Batch) -> journal.Updates:
+        """Fix every note's archive path up front: records and KB entries cite it. The caller
+        journals the paths (journal.decide) before any file is written."""
         home = self.app.home
         taken: set[str] = set()
         chosen: list[tuple[str, dict[str, Any]]] = []
@@ -178,28 +179,28 @@ class Filing:
                     lambda p, text=note.content: p in taken or _holds_other(home.root / p, text))
                 chosen.append((note.name, {"archive_path": rel}))
                 taken.add(rel)
-        self.app.db.write_blocking(_set_notes, batch.id, chosen)
+        return chosen
 
-    def archive(self, batch: journal.Batch) -> list[str]:
-        """Move every note to its archive path, flush the two directories once, then mark the
-        moved notes done in one transaction. A crash in between redoes the marking: a note
-        already in the archive is recognised there (see _move_to_archive)."""
+    def archive(self, batch: journal.Batch) -> tuple[list[str], list[str]]:
+        """Move every note to its archive path and flush the two directories once; returns
+        (every note's archive path, the names moved now). The caller marks the moved notes
+        done when it closes the batch (journal.finish). A crash in between redoes the
+        marking: a note already in the archive is recognised there (see _move_to_archive)."""
         home = self.app.home
         archived = []
-        moved: list[tuple[str, dict[str, Any]]] = []
+        moved: list[str] = []
         directories: list[Path] = []
         for note in batch.notes:
             rel = self.archive_rel(batch, note)
             if not note.done:
                 self._step("archive")
                 self._move_to_archive(home.inbox / note.name, home.root / rel, note)
-                moved.append((note.name, {"done": 1}))
+                moved.append(note.name)
                 directories.append((home.root / rel).parent)
             archived.append(rel)
         if moved:
             flush_to_disk([home.inbox, *dict.fromkeys(directories)])
-            self.app.db.write_blocking(_set_notes, batch.id, moved)
-        return archived
+        return archived, moved
 
     @staticmethod
     def _move_to_archive(source: Path, target: Path, note: journal.JournalNote) -> None:
@@ -222,11 +223,6 @@ class Filing:
             # The inbox file vanished or was rewritten since the batch began: archive what
             # the batch processed; a rewritten file stays in the inbox as a new note.
             atomic_write_text(target, note.content)
-
-
-def _set_notes(conn: Any, batch_id: str, updates: list[tuple[str, dict[str, Any]]]) -> None:
-    for name, fields in updates:
-        journal.set_note(conn, batch_id, name, **fields)
 
 
 def safe_meta(content: str) -> dict[str, Any]:

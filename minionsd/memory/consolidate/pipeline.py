@@ -204,40 +204,47 @@ class Pipeline:
     # --- executing a journalled batch ---------------------------------------------------------
 
     def execute(self, batch_id: str) -> BatchResult:
-        self.filing.plan_archive(self.app.db.read_blocking(journal.load, batch_id))
-        # KB names come from titles, so they are chosen from the redacted text too. Each note
-        # is redacted once per run (the plan only adds paths; the content stays the same).
-        redacted = _redacted(self.app.db.read_blocking(journal.load, batch_id))
-        self.filing.plan_kb(redacted)
-        batch = self.app.db.read_blocking(journal.load, batch_id)
-        clean = {note.name: note.content for note in redacted.notes}
+        # The plan (archive and KB paths) is decided in memory and journalled with the digest
+        # in one transaction before the first file is written (see _digest).
+        loaded = self.app.db.read_blocking(journal.load, batch_id)
+        plan = self.filing.plan_archive(loaded)
+        batch = journal.with_fields(loaded, plan)
+        # KB names come from titles, so they are chosen from the redacted text. Every derived
+        # surface sees the redacted text; only the archive keeps the note as written.
+        # redact() is deterministic, so a redo derives the same text. Once per note per run.
+        redacted = _redacted(batch)
+        kb_plan = self.filing.plan_kb(redacted)
+        plan += kb_plan
+        batch = journal.with_fields(batch, kb_plan)
         self._step("start")
         storm = any(n.role == "storm" for n in batch.notes)
         result = BatchResult()
         if storm:
             result.mode = "circuit_breaker"
-            self.app.db.write_blocking(journal.set_digest, batch.id, result.mode, None)
+            self.app.db.write_blocking(journal.decide, batch.id, plan, result.mode, None)
             self._write_storm_alert(batch)
         else:
-            # Every derived surface sees the redacted text; only the archive keeps the note
-            # as written. redact() is deterministic, so a redo derives the same text.
-            derived = _redacted(batch, clean)
-            mode, digest = self._digest(derived)
+            derived = journal.with_fields(redacted, kb_plan)
+            mode, digest = self._digest(derived, plan)
             result.mode = mode
             self._append_digest(derived, digest)
             result.kb_entries = self.filing.write_kb_entries(derived)
             result.notebooks = self._append_notebooks(derived)
             result.records_upserted = self.recording.upsert(derived)
-        result.archived = self.filing.archive(batch)
+        result.archived, moved = self.filing.archive(batch)
         result.notes = len(result.archived)
         self._step("finish")
-        self.app.db.write_blocking(journal.finish, batch_id, self.app.now(), storm)
+        self.app.db.write_blocking(journal.finish, batch_id, self.app.now(), storm, moved)
         log.info("consolidation.batch_done", batch=batch_id, mode=result.mode,
                  notes=result.notes)
         return result
 
-    def _digest(self, batch: journal.Batch) -> tuple[str, str]:
+    def _digest(self, batch: journal.Batch, plan: journal.Updates) -> tuple[str, str]:
+        """The batch's digest, journalled with `plan` in one transaction (a redo reuses a
+        journalled one)."""
         if batch.mode is not None:
+            if plan:  # paths a redo had to choose again
+                self.app.db.write_blocking(journal.decide, batch.id, plan, None, None)
             return batch.mode, batch.digest or ""
         notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
                  for n in batch.notes]
@@ -250,7 +257,7 @@ class Pipeline:
         if digest is None:
             digest = regex_digest(notes, batch.date, existing)
         self._step("digest")
-        self.app.db.write_blocking(journal.set_digest, batch.id, mode, digest)
+        self.app.db.write_blocking(journal.decide, batch.id, plan, mode, digest)
         return mode, digest
 
     def _llm_digest(self, notes: list[DigestNote], date: str, existing: str) -> str | None:
@@ -340,12 +347,9 @@ class Pipeline:
                            "title": f"duplicate storm {batch.id}"})
 
 
-def _redacted(batch: journal.Batch, known: dict[str, str] | None = None) -> journal.Batch:
-    """The batch with each note's content redacted (names, hashes and paths unchanged);
-    `known` holds contents already redacted, by note name."""
-    known = known or {}
-    notes = [dataclasses.replace(n, content=known.get(n.name) or redact(n.content))
-             for n in batch.notes]
+def _redacted(batch: journal.Batch) -> journal.Batch:
+    """The batch with each note's content redacted (names, hashes and paths unchanged)."""
+    notes = [dataclasses.replace(n, content=redact(n.content)) for n in batch.notes]
     return dataclasses.replace(batch, notes=notes)
 
 
