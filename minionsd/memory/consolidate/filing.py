@@ -32,6 +32,9 @@ class Filing:
     def __init__(self, app: App, step: Callable[[str], None]) -> None:
         self.app = app
         self._step = step  # the pipeline's step boundary (abandon / crash point)
+        # KB entry texts rendered during this batch (written, then hashed for the KB index):
+        # rendering runs the YAML emitter, so each entry is rendered once.
+        self._texts: dict[tuple[str, ...], str] = {}
 
     def write_kb_entries(self, batch: journal.Batch) -> list[str]:
         """Every note's KB entry, written with a bounded number of disk syncs: each new entry
@@ -131,19 +134,25 @@ class Filing:
             except FileExistsError:
                 rel = None  # another writer took the name since we chose it: choose again
 
-    @staticmethod
-    def entry_digest(batch: journal.Batch, note: journal.JournalNote) -> str | None:
+    def entry_digest(self, batch: journal.Batch, note: journal.JournalNote) -> str | None:
         """sha256 of the KB entry this batch writes for `note` (as the KB index keeps it),
         or None when the note gets no entry."""
         if note.kb_path is None:
             return None
         category = classify.classify(note.name, note.content)
-        text = Filing._entry_text(note, category, batch.date)
+        text = self._entry_text(note, category, batch.date)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
-    @staticmethod
-    def _entry_text(note: journal.JournalNote, category: str, date: str) -> str:
+    def _entry_text(self, note: journal.JournalNote, category: str, date: str) -> str:
         source = note.archive_path or f"notes/inbox/{note.name}"
+        key = (note.content, note.content_hash, source, note.author, category, date)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = self._render_entry(note, source, category, date)
+        return text
+
+    @staticmethod
+    def _render_entry(note: journal.JournalNote, source: str, category: str, date: str) -> str:
         extra = {"entry_id": note.content_hash[:16]}
         try:
             return classify.render_entry(note.content, source=source, agent=note.author,
@@ -169,6 +178,7 @@ class Filing:
     def plan_archive(self, batch: journal.Batch) -> journal.Updates:
         """Fix every note's archive path up front: records and KB entries cite it. The caller
         journals the paths (journal.decide) before any file is written."""
+        self._texts.clear()  # a new batch (plan_archive is its first step)
         home = self.app.home
         taken: set[str] = set()
         chosen: list[tuple[str, dict[str, Any]]] = []

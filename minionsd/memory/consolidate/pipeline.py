@@ -83,7 +83,7 @@ class Pipeline:
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
         self.filing = Filing(app, self._step)
-        self.recording = Recording(app, inbox, self._step)
+        self.recording = Recording(app, inbox, self.filing, self._step)
 
     def abandon(self) -> None:
         self._abandon.set()

@@ -35,9 +35,11 @@ _PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8})(?![
 
 
 class Recording:
-    def __init__(self, app: App, inbox: Inbox, step: Callable[[str], None]) -> None:
+    def __init__(self, app: App, inbox: Inbox, filing: Filing,
+                 step: Callable[[str], None]) -> None:
         self.app = app
         self.inbox = inbox
+        self.filing = filing
         self._step = step  # the pipeline's step boundary (abandon / crash point)
 
     def upsert(self, batch: journal.Batch) -> int:
@@ -52,7 +54,7 @@ class Recording:
                     self.app.db.read_blocking(journal.load, batch.id).notes}
         notes = {n.name: dataclasses.replace(n, kb_path=kb_paths.get(n.name))
                  for n in batch.notes}
-        digests = {name: Filing.entry_digest(batch, note) for name, note in notes.items()
+        digests = {name: self.filing.entry_digest(batch, note) for name, note in notes.items()
                    if note.kb_path and (self.app.home.root / note.kb_path).is_file()}
         self._step("sql")
 
