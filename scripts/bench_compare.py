@@ -142,6 +142,7 @@ def consolidation_figures(bench: Bench, code: Path, tag: str, notes: int) -> dic
         stage_and_land(bench, daemon.home, name, text)
     done = 0
     began = time.perf_counter()
+    cpu_before = daemon.cpu_seconds()
     with daemon.client(timeout=600) as client:
         while True:
             result = client.call("consolidation.run", {"force": True})
@@ -149,8 +150,10 @@ def consolidation_figures(bench: Bench, code: Path, tag: str, notes: int) -> dic
                 break
             done += result["notes"]
     elapsed = time.perf_counter() - began
+    cpu = daemon.cpu_seconds() - cpu_before
     daemon.stop()
-    return {"consolidation notes/s (batches of 50)": done / elapsed}
+    return {"consolidation notes/s (batches of 50)": done / elapsed,
+            "consolidation daemon CPU ms/note": cpu / max(1, done) * 1000}
 
 
 def load_figures(bench: Bench, code: Path, tag: str, records: int, clients: int,

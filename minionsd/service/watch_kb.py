@@ -107,7 +107,7 @@ class KnowledgeWatcher(ObservedDirectory):
             self._debounce()  # one sync at a time; look again once this one is done
             return
         with self._lock:
-            paths, self._pending = sorted(self._pending), set()
+            paths, self._pending = sorted(self._pending, key=str), set()
             self._armed = False
         if paths and self._loop is not None:
             self._task = self._loop.create_task(self._sync(paths))
