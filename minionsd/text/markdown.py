@@ -241,8 +241,14 @@ def render_note(meta: dict[str, Any], body: str) -> str:
     """
     if not meta:
         return body
+    block = _plain_block(meta)
+    return f"{_FENCE}\n{block or dump_block(meta)}{_FENCE}\n\n{body}"
+
+
+def dump_block(meta: dict[str, Any]) -> str:
+    """The YAML emitter's text for `meta` (render_note's block)."""
     try:
-        block = yaml.dump(
+        return yaml.dump(
             meta,
             Dumper=_Dumper,
             sort_keys=False,
@@ -252,7 +258,54 @@ def render_note(meta: dict[str, Any], body: str) -> str:
         )
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"front matter cannot be written as YAML: {exc}") from exc
-    return f"{_FENCE}\n{block}{_FENCE}\n\n{body}"
+
+
+# A scalar the emitter writes as it is (no quotes): ASCII words, paths and dates, no
+# indicator first, no `: ` or ` #` inside, nothing at either end that YAML would trim.
+_PLAIN_RE = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./ -]{0,498}[A-Za-z0-9_./-]|[A-Za-z0-9_/]")
+
+
+def _scalar(text: str) -> str | None:
+    """`text` as the emitter writes it when it has the shape above: as it is, or in single
+    quotes when YAML would read it as something else (`true`, `null`, `12`); else None."""
+    if _PLAIN_RE.fullmatch(text) is None:
+        return None
+    table = _Dumper.yaml_implicit_resolvers
+    if any(rx.match(text) for _, rx in table.get(text[0], []) + table.get(None, [])):
+        return f"'{text}'"
+    return text
+
+
+def _plain_block(meta: dict[str, Any]) -> str | None:
+    """render_note's block written directly where the emitter's output is known (text as
+    above, whole numbers, true/false, null, lists of such text), other text and numbers by
+    the emitter one key at a time; None when a key or value is neither (then the emitter
+    writes the whole block). The emitter is a pure-Python library and costs more than the
+    rest of a KB entry; tests compare the two on generated mappings."""
+    lines = []
+    for name, value in meta.items():
+        key = _scalar(name) if type(name) is str else None
+        if key is None:
+            return None
+        if value is None:
+            lines.append(f"{key}: null\n")
+        elif value is True or value is False:
+            lines.append(f"{key}: {'true' if value else 'false'}\n")
+        elif type(value) is int:
+            lines.append(f"{key}: {value}\n")
+        elif type(value) is str and (text := _scalar(value)) is not None:
+            lines.append(f"{key}: {text}\n")
+        elif type(value) in (str, float):
+            lines.append(dump_block({name: value}))  # a line of its own whatever it holds
+        elif type(value) is list:
+            items = [_scalar(v) if type(v) is str else None for v in value]
+            if None in items:
+                return None
+            lines.append(f"{key}:\n" + "".join(f"- {v}\n" for v in items) if items
+                         else f"{key}: []\n")
+        else:
+            return None
+    return "".join(lines)
 
 
 def first_heading(body: str) -> str | None:

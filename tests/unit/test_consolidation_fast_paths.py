@@ -104,3 +104,40 @@ def test_remembered_title_and_gist(text):
     fresh = gist.title_and_gist.__wrapped__(text)  # type: ignore[attr-defined]
     assert gist.title_and_gist(text) == fresh
     assert gist.title_and_gist(text) == fresh
+
+
+# --- render_note's block: written directly where the emitter's output is known -------------
+
+_WORDS = st.sampled_from(["true", "null", "yes", "No", "on", "~", "1234", "0x1f", "1.5", "-3",
+                          "2026-12-04", "12:30", ".inf", "dallas", "W-123", "a b", "x: y",
+                          "a #b", "- x", "'q'", '"q"', "", " lead", "trail ", "…", "ünï",
+                          "notes/archive/x.md", "---", "...", "a\nb", "@x", "%y", "`z`"])
+_TEXT = st.one_of(_WORDS, st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                                  max_size=30),
+                  st.text(alphabet="abcXYZ019 _./-:#'\"", max_size=20))
+_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                   st.floats(allow_nan=False), _TEXT, st.lists(_TEXT, max_size=4),
+                   st.lists(st.integers(0, 9), max_size=2))
+_KEY = st.one_of(st.sampled_from(["source", "agent", "title", "tags", "pr", "yes", "1",
+                                  "note_date", "a b", "x:y"]), _TEXT)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_KEY, _VALUE, min_size=1, max_size=8))
+def test_block_writer_matches_the_emitter(meta):
+    from minionsd.text.markdown import _plain_block, dump_block, render_note
+
+    block = _plain_block(meta)
+    if block is not None:
+        assert block == dump_block(meta)
+    assert render_note(meta, "body\n") == f"---\n{dump_block(meta)}---\n\nbody\n"
+
+
+def test_block_writer_takes_the_usual_entry():
+    from minionsd.text.markdown import _plain_block
+
+    meta = {"source": "notes/archive/2026-12-04-dallas-x.md", "agent": "dallas",
+            "category": "project-notes", "date": "2026-12-04", "entry_id": "0123abcd",
+            "title": "Retry storm: the cache, again", "pr": "1234", "tags": ["ci", "flaky"],
+            "importance": 0.9, "hold": False}
+    assert _plain_block(meta) is not None

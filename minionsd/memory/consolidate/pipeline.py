@@ -248,8 +248,9 @@ class Pipeline:
             return batch.mode, batch.digest or ""
         notes = [DigestNote(n.name, n.author, n.content, kb_path=n.kb_path)
                  for n in batch.notes]
-        # notes.md may predate redaction; what goes into a prompt is redacted either way.
-        existing = redact(read_text(self.app.home.notes, self.app.file_warnings) or "")
+        # The regex digest copies nothing from notes.md (it only asks whether a line's words
+        # are already there), so it reads the file as it is; the prompt gets it redacted.
+        existing = read_text(self.app.home.notes, self.app.file_warnings) or ""
         digest = self._llm_digest(notes, batch.date, existing)
         mode = "llm" if digest else "regex"
         if digest:
@@ -267,6 +268,8 @@ class Pipeline:
         # Imported here: the SDK takes seconds to import and most homes run without a key.
         from minionsd.memory.consolidate import llm_digest
 
+        # notes.md may predate redaction; what goes into a prompt is redacted either way.
+        existing = redact(existing)
         cfg = self.app.config
         return llm_digest.request_digest(
             notes, model=cfg["llm.model"], api_key=api_key,
