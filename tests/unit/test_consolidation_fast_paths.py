@@ -141,3 +141,62 @@ def test_block_writer_takes_the_usual_entry():
             "title": "Retry storm: the cache, again", "pr": "1234", "tags": ["ci", "flaky"],
             "importance": 0.9, "hold": False}
     assert _plain_block(meta) is not None
+
+
+# --- the regex digest's duplicate search: lines compared only with equal-token lines ------
+
+def _dedupe_plain(entries, existing):
+    """The duplicate search as first written: every line against every kept line."""
+    from minionsd.memory.consolidate import regex_digest as rd
+
+    existing_lower = existing.lower()
+    existing_words = frozenset(rd._ASCII_WORD.findall(existing_lower))
+    kept, lines, removed = [], [], 0
+    for entry in entries:
+        twin = next((k for k in kept if rd._similar(entry.main, k.main)), None)
+        if twin is not None:
+            rd._credit(twin.main, entry.main)
+            removed += 1
+        else:
+            kept.append(rd._Entry(entry.category, entry.main))
+            lines.append(entry.main)
+        owner = twin or kept[-1]
+        for sub in entry.subs:
+            near = next((k for k in lines if rd._similar(sub, k)), None)
+            if near is not None:
+                rd._credit(near, sub)
+                removed += 1
+            elif rd._known(sub, existing_lower, existing_words):
+                removed += 1
+            else:
+                owner.subs.append(sub)
+                lines.append(sub)
+    return kept, removed
+
+
+_FACTS = st.sampled_from([
+    "Always use port 3000 for the dev server", "Always use port 8080 for the dev server",
+    "Never use var in strict mode code paths", "The cache in src/app.py must be cleared",
+    "The cache in src/app.py must be cleared first", "Retry storm: the build cache leaks",
+    "Important: the rule is to pin setup_8 before test-m13", "Tip: run make lint before push",
+    "- **Cause**: the build cache leaks on CI runners", "1. **Fix** -- clear the build cache",
+    "Note that UserCache must never be shared between workers",
+])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["dallas", "alice", "bob"]),
+                          st.lists(_FACTS, min_size=1, max_size=5)), min_size=1, max_size=12),
+       st.sampled_from(["", "# Team Notes\n\nAlways use port 3000 for the dev server\n"]))
+def test_duplicate_search_matches_the_plain_search(notes, existing):
+    from minionsd.memory.consolidate import regex_digest as rd
+    from minionsd.memory.consolidate.types import DigestNote
+
+    batch = [DigestNote(f"{author}-{i}.md", author, "# " + lines[0] + "\n\n"
+                        + "\n".join(lines) + "\n", f"knowledge/x/{i}.md")
+             for i, (author, lines) in enumerate(notes)]
+    fast = rd.regex_digest(batch, "2026-12-04", existing)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(rd, "_dedupe", _dedupe_plain)
+        plain = rd.regex_digest(batch, "2026-12-04", existing)
+    assert fast == plain

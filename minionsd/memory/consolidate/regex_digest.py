@@ -222,19 +222,24 @@ def _dedupe(entries: list[_Entry], existing: str) -> tuple[list[_Entry], int]:
     existing_lower = existing.lower()
     existing_words = frozenset(_ASCII_WORD.findall(existing_lower))
     kept: list[_Entry] = []
-    lines: list[_Line] = []
+    # Only lines with equal distinct tokens can be similar (_similar's first test), so each
+    # line is compared with those alone, in the order they were kept.
+    kept_mains: dict[frozenset[str], list[_Entry]] = {}
+    lines: dict[frozenset[str], list[_Line]] = {}
     removed = 0
     for entry in entries:
-        twin = next((k for k in kept if _similar(entry.main, k.main)), None)
+        twin = next((k for k in kept_mains.get(entry.main.tokens, ())
+                     if _similar(entry.main, k.main)), None)
         if twin is not None:
             _credit(twin.main, entry.main)
             removed += 1
         else:
             kept.append(_Entry(entry.category, entry.main))
-            lines.append(entry.main)
+            kept_mains.setdefault(entry.main.tokens, []).append(kept[-1])
+            lines.setdefault(entry.main.tokens, []).append(entry.main)
         owner = twin or kept[-1]
         for sub in entry.subs:
-            near = next((k for k in lines if _similar(sub, k)), None)
+            near = next((k for k in lines.get(sub.tokens, ()) if _similar(sub, k)), None)
             if near is not None:
                 _credit(near, sub)
                 removed += 1
@@ -242,7 +247,7 @@ def _dedupe(entries: list[_Entry], existing: str) -> tuple[list[_Entry], int]:
                 removed += 1
             else:
                 owner.subs.append(sub)
-                lines.append(sub)
+                lines.setdefault(sub.tokens, []).append(sub)
     return kept, removed
 
 
