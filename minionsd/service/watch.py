@@ -9,6 +9,7 @@ rescan job (jobs.rescan, every engine.rescan_interval_s) restarts a dead observe
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,16 +23,32 @@ log = structlog.get_logger()
 
 
 class _Hint(FileSystemEventHandler):
+    """Hands "look again" to the loop; a burst of events (a batch archiving its notes) wakes
+    the loop once: an event that finds a hint already on its way adds nothing, and the flag
+    is cleared before the poke runs, so no event after it goes unseen."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop, poke: Callable[[], None]) -> None:
         self.loop = loop
         self.poke = poke
+        self._lock = threading.Lock()
+        self._queued = False
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         try:
             if event.event_type in ("created", "modified", "closed", "moved"):
-                self.loop.call_soon_threadsafe(self.poke)
+                with self._lock:
+                    if self._queued:
+                        return
+                    self._queued = True
+                self.loop.call_soon_threadsafe(self._deliver)
         except Exception:
-            pass
+            with self._lock:
+                self._queued = False
+
+    def _deliver(self) -> None:
+        with self._lock:
+            self._queued = False
+        self.poke()
 
 
 class InboxWatcher(ObservedDirectory):

@@ -136,8 +136,15 @@ def with_fields(batch: Batch, updates: Updates) -> Batch:
 
 
 def set_notes(conn: sqlite3.Connection, batch_id: str, updates: Updates) -> None:
+    """set_note for each update, one statement per set of fields (executemany)."""
+    by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for name, fields in updates:
-        set_note(conn, batch_id, name, **fields)
+        by_keys.setdefault(tuple(fields), []).append(
+            fields | {"batch_id": batch_id, "name": name})
+    for keys, rows in by_keys.items():
+        sets = ", ".join(f"{key} = :{key}" for key in keys)
+        conn.executemany(f"UPDATE batch_notes SET {sets} "
+                         "WHERE batch_id = :batch_id AND name = :name", rows)
 
 
 def decide(conn: sqlite3.Connection, batch_id: str, updates: Updates, mode: str | None,
