@@ -3,6 +3,10 @@ of 50, regex path) while py-spy samples it; prints the functions by own and tota
 
     .venv/bin/pip install py-spy
     .venv/bin/python scripts/profile_consolidation.py --notes 1000 [--top 40] [--keep]
+    .venv/bin/python scripts/profile_consolidation.py --notes 1000 --syscalls   # strace -c
+
+With --syscalls, strace counts the daemon's disk syncs (fsync, fdatasync, syncfs) and file
+renames/links over the run instead (per batch = the count / batches).
 
 Samples are taken only while consolidation runs (the notes are landed first), idle threads
 excluded, so the shares are shares of the daemon's busy time. Also prints the daemon's CPU
@@ -61,6 +65,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--syscalls", action="store_true",
+                        help="count disk syncs with strace instead of sampling with py-spy")
     args = parser.parse_args()
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     bench = Bench(argparse.Namespace(seed=args.seed, pin=False, keep=args.keep))
@@ -75,11 +81,16 @@ def main() -> None:
             name, text = bench_data.inbox_note(bench.vocab, args.seed, index, day)
             stage_and_land(bench, daemon.home, name, text)
         raw = bench.root / "profile.txt"
-        spy = subprocess.Popen([py_spy, "record", "--pid", str(daemon.pid), "--format", "raw",
-                                "--rate", str(args.rate), "--gil", "--output", str(raw)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if args.syscalls:
+            command = ["strace", "-f", "-c", "-e",
+                       "trace=fsync,fdatasync,syncfs,rename,renameat,renameat2,link,linkat",
+                       "-p", str(daemon.pid)]
+        else:
+            command = [py_spy, "record", "--pid", str(daemon.pid), "--format", "raw",
+                       "--rate", str(args.rate), "--gil", "--output", str(raw)]
+        spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(1.0)  # py-spy attaches
-        notes = 0
+        notes = batches = 0
         with daemon.client(timeout=600) as client:
             client.call("status")
             began = time.perf_counter()
@@ -89,6 +100,7 @@ def main() -> None:
                 if result["mode"] == "nothing":
                     break
                 notes += result["notes"]
+                batches += 1
             wall = time.perf_counter() - began
             cpu = daemon.cpu_seconds() - cpu_before
         spy.send_signal(2)  # SIGINT: py-spy writes its output and exits
@@ -96,7 +108,11 @@ def main() -> None:
         say(f"   {notes} notes in {wall:.1f} s = {notes / wall:.1f} notes/s; daemon CPU "
             f"{cpu / max(1, notes) * 1000:.1f} ms/note (py-spy sampling adds some); "
             f"load average {os.getloadavg()[0]:.2f}")
-        if raw.exists():
+        if args.syscalls:
+            say(f"   {batches} batches; strace -c of the daemon over the run:")
+            say("\n".join(line for line in err.decode(errors="replace").splitlines()
+                           if not line.startswith("strace: Process")))
+        elif raw.exists():
             summarise(raw, args.top)
             if args.keep:
                 say(f"   raw py-spy stacks: {raw}")
