@@ -5,6 +5,8 @@ of 50, regex path) while py-spy samples it; prints the functions by own and tota
     .venv/bin/python scripts/profile_consolidation.py --notes 1000 [--top 40] [--keep]
     .venv/bin/python scripts/profile_consolidation.py --notes 1000 --syscalls   # strace -c
 
+With --perf, `perf record` samples the daemon's CPU time (all threads, with or without the
+GIL: SQLite's C code and the kernel too) and the report splits it by library.
 With --syscalls, strace counts the daemon's disk syncs (fsync, fdatasync, syncfs) and file
 renames/links over the run instead (per batch = the count / batches).
 
@@ -65,6 +67,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--perf", action="store_true",
+                        help="split CPU time by library with perf instead of py-spy")
     parser.add_argument("--syscalls", action="store_true",
                         help="count disk syncs with strace instead of sampling with py-spy")
     args = parser.parse_args()
@@ -85,6 +89,8 @@ def main() -> None:
             command = ["strace", "-f", "-c", "-e",
                        "trace=fsync,fdatasync,syncfs,rename,renameat,renameat2,link,linkat",
                        "-p", str(daemon.pid)]
+        elif args.perf:
+            command = ["perf", "record", "-F", "499", "-p", str(daemon.pid), "-o", str(raw)]
         else:
             command = [py_spy, "record", "--pid", str(daemon.pid), "--format", "raw",
                        "--rate", str(args.rate), "--gil", "--output", str(raw)]
@@ -112,6 +118,11 @@ def main() -> None:
             say(f"   {batches} batches; strace -c of the daemon over the run:")
             say("\n".join(line for line in err.decode(errors="replace").splitlines()
                            if not line.startswith("strace: Process")))
+        elif args.perf:
+            report = subprocess.run(["perf", "report", "-i", str(raw), "--sort", "dso",
+                                     "--stdio"], capture_output=True, text=True, check=False)
+            say("\n".join(line for line in report.stdout.splitlines()
+                           if line.strip() and not line.startswith("#"))[:3000])
         elif raw.exists():
             summarise(raw, args.top)
             if args.keep:

@@ -101,7 +101,7 @@ def test_a_long_note_is_split_without_the_cache():
 
 @pytest.mark.parametrize("text", NOTES)
 def test_remembered_title_and_gist(text):
-    fresh = gist.title_and_gist.__wrapped__(text)  # type: ignore[attr-defined]
+    fresh = gist.find_title_and_gist(text)
     assert gist.title_and_gist(text) == fresh
     assert gist.title_and_gist(text) == fresh
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from minionsd.text.markdown import note_parts
+from minionsd.text.markdown import PARTS_CACHE_MAX_CHARS, note_parts
 
 TITLE_MAX = 120
 GIST_MAX = 300
@@ -112,10 +112,17 @@ def _same(a: str, b: str) -> bool:
     return a.rstrip(".!?:").lower() == b.rstrip(".!?:").lower()
 
 
-@functools.lru_cache(maxsize=128)
 def title_and_gist(content: str) -> tuple[str, str]:
     """(title, gist) of a note; the gist is "" when the note says nothing beyond its title.
-    Remembered for the last notes asked about: a batch asks several times per note."""
+    Remembered for the last notes asked about (a batch asks several times per note), up to
+    the size markdown.note_parts remembers."""
+    if len(content) > PARTS_CACHE_MAX_CHARS:
+        return find_title_and_gist(content)
+    return _remembered_title_and_gist(content)
+
+
+def find_title_and_gist(content: str) -> tuple[str, str]:
+    """title_and_gist without remembering."""
     note = split(content)
     title = note.meta.get("title")
     title = _clean(title) if isinstance(title, str) and title.strip() else None
@@ -135,6 +142,9 @@ def title_and_gist(content: str) -> tuple[str, str]:
         title = pieces.pop(0).rstrip(".") or UNTITLED
     gist = next((p for p in pieces if not _same(p, title)), "")
     return _cap(title, TITLE_MAX), _cap(gist, GIST_MAX)
+
+
+_remembered_title_and_gist = functools.lru_cache(maxsize=128)(find_title_and_gist)
 
 
 def note_title(content: str) -> str:
