@@ -65,3 +65,40 @@ def test_bodies_that_differ_in_a_number_identifier_or_path_are_never_merged(
     items = [Scored(1.0, {"id": "M-1", "body": first}), Scored(0.5, {"id": "M-2", "body": second})]
     kept = [s.id for s in dedupe(items)]
     assert kept == (["M-1"] if a == b else ["M-1", "M-2"])
+
+
+def _packed(items: list[Scored], max_bytes: int = 8192) -> tuple[str, list[tuple[Scored, int]]]:
+    from minionsd.memory.retrieval.pack import pack
+
+    return pack(sorted(items, key=lambda s: -s.score), top_k=8, max_bytes=max_bytes,
+                distinct=True)
+
+
+def test_a_restatement_left_out_is_named_on_its_kept_records_last_line() -> None:
+    kept = Scored(0.9, {"id": "M-1", "body": NOTE})
+    text, chosen = _packed([kept, Scored(0.5, {"id": "M-2", "body": RESTATED}),
+                            Scored(0.4, {"id": "M-3", "body": "Invoices are numbered per tenant."})])
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3"]
+    first = text.split("\n\n")[0]
+    assert first.endswith("\nalso: M-2") and "M-2" not in text.split("\n\n")[1]
+    assert sum(size for _, size in chosen) + 2 == len(text.encode())
+
+
+def test_an_exact_copy_is_not_named_and_the_also_line_is_bounded() -> None:
+    copies = [Scored(0.8 - i / 100, {"id": f"M-{i}", "body": RESTATED + " " * i})
+              for i in range(2, 9)]
+    text, chosen = _packed([Scored(0.9, {"id": "M-1", "body": NOTE}),
+                            Scored(0.85, {"id": "M-9", "body": NOTE}), *copies])
+    assert [s.id for s, _ in chosen] == ["M-1"]
+    assert text.endswith("\nalso: M-2, M-3, M-4")  # the exact copy M-9 is not named; ALSO_MAX
+
+
+def test_the_also_line_counts_in_the_byte_budget() -> None:
+    kept = Scored(0.9, {"id": "M-1", "body": NOTE})
+    alone, _ = _packed([kept])
+    size = len(alone.encode())
+    for budget in range(size, size + 20):
+        text, chosen = _packed([kept, Scored(0.5, {"id": "M-2", "body": RESTATED})], budget)
+        assert len(text.encode()) <= budget
+        assert ("also: M-2" in text) == (budget >= size + len("\nalso: M-2"))
+        assert chosen[0][1] == len(text.encode())

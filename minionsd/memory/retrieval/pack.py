@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from minionsd.memory.retrieval.dedupe import Distinct, dedupe
+from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
 from minionsd.memory.retrieval.rank import Scored
 
 if TYPE_CHECKING:
@@ -36,6 +36,10 @@ __all__ = ["Cutoff", "dedupe", "min_size", "pack", "render_fields", "render_item
 FOLLOW = 0.8
 LAST_FLOOR = 0.7
 ITEM_SEPARATOR = "\n\n"
+# A restatement left out is named on its kept record's last line, "also: M-…, M-…": at most
+# this many names a record (the pack's byte budget counts the line).
+ALSO_PREFIX = "\nalso: "
+ALSO_MAX = 3
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -193,6 +197,7 @@ def pack(
     """
     chosen: list[tuple[Scored, int]] = []
     parts: list[str] = []
+    also: dict[int, list[str]] = {}  # position in chosen -> restatements left out
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
     seen = Distinct(top_k, memos) if distinct else None
@@ -213,17 +218,50 @@ def pack(
         if not admitted:
             continue
         if used + min_size(item.record) > max_bytes:
+            used += _also_if_restated(seen, also, item, max_bytes - used)
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record, memos)
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
+            used += _also_if_restated(seen, also, item, max_bytes - used)
             continue
-        if seen is not None and not seen.admit(item):
-            continue
+        if seen is not None:
+            verdict = seen.check(item)
+            if verdict != ADMITTED:
+                if verdict is not None:  # a restatement of a packed record: name it there
+                    used += _name_also(also, verdict, item, max_bytes - used)
+                continue
         chosen.append((item, size))
         cutoff.packed(item)
         parts.append(text)
         used += extra
         if full():
             break  # before the next item is read
+    for position, names in also.items():
+        line = ALSO_PREFIX + ", ".join(names)
+        parts[position] += line
+        item, size = chosen[position]
+        chosen[position] = (item, size + len(line.encode("utf-8")))
     return ITEM_SEPARATOR.join(parts), chosen
+
+
+def _also_if_restated(seen: Distinct | None, also: dict[int, list[str]], item: Scored,
+                      room: int) -> int:
+    """For an item too big for the room left: names it on the also line of the packed record
+    it restates, if any (the bytes it adds)."""
+    position = seen.restated(item) if seen is not None else None
+    return 0 if position is None else _name_also(also, position, item, room)
+
+
+def _name_also(also: dict[int, list[str]], position: int, item: Scored, room: int) -> int:
+    """Names `item` on the also line of the packed record at `position` when the line has a
+    place left and the bytes fit in `room`; returns the bytes it adds."""
+    names = also.get(position, [])
+    if len(names) >= ALSO_MAX:
+        return 0
+    name = _one_line(item.record.get("id"))
+    added = len((", " if names else ALSO_PREFIX).encode("utf-8")) + len(name.encode("utf-8"))
+    if added > room:
+        return 0
+    also[position] = [*names, name]
+    return added
