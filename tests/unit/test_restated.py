@@ -76,8 +76,8 @@ def _packed(items: list[Scored], max_bytes: int = 8192) -> tuple[str, list[tuple
 
 def test_a_restatement_left_out_is_named_on_its_kept_records_last_line() -> None:
     kept = Scored(0.9, {"id": "M-1", "body": NOTE})
-    text, chosen = _packed([kept, Scored(0.5, {"id": "M-2", "body": RESTATED}),
-                            Scored(0.4, {"id": "M-3", "body": "Invoices are numbered per tenant."})])
+    other = Scored(0.4, {"id": "M-3", "body": "Invoices are numbered per tenant."})
+    text, chosen = _packed([kept, Scored(0.5, {"id": "M-2", "body": RESTATED}), other])
     assert [s.id for s, _ in chosen] == ["M-1", "M-3"]
     first = text.split("\n\n")[0]
     assert first.endswith("\nalso: M-2") and "M-2" not in text.split("\n\n")[1]
