@@ -2,7 +2,9 @@
 
 This module owns what an agent reads of each recalled record and how many fit. Pure functions.
 
-* Duplicates and restatements are left out while packing (:mod:`.dedupe`).
+* Duplicates and restatements are left out while packing (:mod:`.dedupe`); a restatement left
+  out is named on an ``also: M-…`` last line of the record kept for it (at most ``ALSO_MAX``
+  names, counted in that record's bytes and the budget).
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
