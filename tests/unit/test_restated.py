@@ -95,10 +95,14 @@ def test_an_exact_copy_is_not_named_and_the_also_line_is_bounded() -> None:
 
 def test_the_also_line_counts_in_the_byte_budget() -> None:
     kept = Scored(0.9, {"id": "M-1", "body": NOTE})
+    restated = Scored(0.5, {"id": "M-2", "body": RESTATED})
     alone, _ = _packed([kept])
     size = len(alone.encode())
-    for budget in range(size, size + 20):
-        text, chosen = _packed([kept, Scored(0.5, {"id": "M-2", "body": RESTATED})], budget)
+    other = len(_packed([restated])[0].encode())  # what M-2 takes packed on its own
+    for budget in (size, size + other, size + other + 1, size + other + 2):
+        text, chosen = _packed([kept, restated], budget)
         assert len(text.encode()) <= budget
-        assert ("also: M-2" in text) == (budget >= size + len("\nalso: M-2"))
+        # It is compared with M-1 once it would fit itself (then the line always fits).
+        assert ("also: M-2" in text) == (budget >= size + 2 + other)
+        assert [s.id for s, _ in chosen] == ["M-1"]
         assert chosen[0][1] == len(text.encode())

@@ -205,10 +205,6 @@ class Distinct:
     def admit(self, item: Scored) -> bool:
         return self.check(item) == ADMITTED
 
-    def restated(self, item: Scored) -> int | None:
-        """The position of the admitted record `item` restates, if any (remembers nothing)."""
-        return self._restated(_comparable(item.record, self.memos)) if self.admitted else None
-
     def _restated(self, seen: Comparable) -> int | None:
         for position, other in enumerate(self.admitted):
             if restates(seen, other):

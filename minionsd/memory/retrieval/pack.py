@@ -220,12 +220,10 @@ def pack(
         if not admitted:
             continue
         if used + min_size(item.record) > max_bytes:
-            used += _also_if_restated(seen, also, item, max_bytes - used)
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record, memos)
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
-            used += _also_if_restated(seen, also, item, max_bytes - used)
             continue
         if seen is not None:
             verdict = seen.check(item)
@@ -245,14 +243,6 @@ def pack(
         item, size = chosen[position]
         chosen[position] = (item, size + len(line.encode("utf-8")))
     return ITEM_SEPARATOR.join(parts), chosen
-
-
-def _also_if_restated(seen: Distinct | None, also: dict[int, list[str]], item: Scored,
-                      room: int) -> int:
-    """For an item too big for the room left: names it on the also line of the packed record
-    it restates, if any (the bytes it adds)."""
-    position = seen.restated(item) if seen is not None else None
-    return 0 if position is None else _name_also(also, position, item, room)
 
 
 def _name_also(also: dict[int, list[str]], position: int, item: Scored, room: int) -> int:
