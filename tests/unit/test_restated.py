@@ -106,3 +106,31 @@ def test_the_also_line_counts_in_the_byte_budget() -> None:
         assert ("also: M-2" in text) == (budget >= size + 2 + other)
         assert [s.id for s, _ in chosen] == ["M-1"]
         assert chosen[0][1] == len(text.encode())
+
+
+_BODIES = [NOTE, RESTATED, NOTE.replace("LEDGER_417", "LEDGER_418"),
+           RESTATED.replace("LEDGER_417", "LEDGER_418"), "Invoices are numbered per tenant.",
+           "- `post_entry()` in `ledger/post.py`: " + RESTATED.split(": ")[0] + ", rejecting."]
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 2.0), st.integers(0, len(_BODIES) - 1)), max_size=12),
+       st.integers(0, 1200), st.integers(1, 8))
+def test_packs_with_also_lines_keep_the_byte_invariants(
+        entries: list[tuple[float, int]], max_bytes: int, top_k: int) -> None:
+    from minionsd.memory.retrieval.pack import ALSO_MAX, pack
+
+    items = [Scored(score, {"id": f"M-{i}", "body": _BODIES[body]})
+             for i, (score, body) in enumerate(entries)]
+    text, chosen = pack(sorted(items, key=lambda s: (-s.score, s.id)), top_k=top_k,
+                        max_bytes=max_bytes, distinct=True)
+    assert len(text.encode()) <= max_bytes and len(chosen) <= top_k
+    assert sum(size for _, size in chosen) + 2 * max(0, len(chosen) - 1) == len(text.encode())
+    packed = {s.id for s, _ in chosen}
+    bodies = {s.id: s.record["body"] for s in items}
+    for kept, (item, _size) in zip(text.split("\n\n") if chosen else [], chosen, strict=True):
+        last = kept.rsplit("\n", 1)[-1]
+        if not last.startswith("also: "):
+            continue
+        named = last.removeprefix("also: ").split(", ")
+        assert len(named) <= ALSO_MAX and not packed & set(named)
+        assert all(_same(bodies[n], item.record["body"]) for n in named), (named, item.id)
