@@ -195,8 +195,8 @@ def is_hook_invocation(argv: list[str]) -> bool:
     return False
 
 
-AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
-                                                                  "hook": run_hook}
+# The commands that are not one call: run.py hands them the parsed arguments.
+RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp, "hook": run_hook}
 
 
 def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:
