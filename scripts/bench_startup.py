@@ -5,7 +5,8 @@ the time goes.
    --records records loaded first): process start -> first `status` answered, median and
    each run, with the daemon's CPU time up to that answer (/proc/<pid>/stat); each start
    alternates with one on an empty home, so what the records cost is the difference of two
-   figures taken under the same load.
+   figures taken under the same load. With --old DIR, that checkout's daemon (its own .venv
+   python and sources) starts on its own copy of the same home, alternating too.
 2. One start with timestamps: the daemon runs in a child of this script that wraps the
    start-up steps (config, home, database and migrations, the app, each component's start,
    the socket) and stamps when each began and ended, relative to process start; imports are
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,11 +50,12 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") * 1000
 
 
-def start_once(home: Path, command: list[str], settle_s: float = 0.0) -> tuple[float, float]:
+def start_once(home: Path, command: list[str], settle_s: float = 0.0,
+               code: Path = REPO) -> tuple[float, float]:
     """(ms to the first status, daemon CPU ms by then) for one start; then SIGTERM."""
     log = open(home / "bench-daemon.log", "ab")  # noqa: SIM115 - closed below
     began = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=log, stderr=log, cwd=REPO,
+    proc = subprocess.Popen(command, stdout=log, stderr=log, cwd=code,
                             start_new_session=True)
     try:
         wall = first_status_ms(home / "engine" / "minionsd.sock", began, proc)
@@ -65,8 +68,9 @@ def start_once(home: Path, command: list[str], settle_s: float = 0.0) -> tuple[f
     return wall, cpu
 
 
-def _plain(home: Path) -> list[str]:
-    return [sys.executable, "-m", "minionsd.daemon", "--home", str(home), "--log-format", "json"]
+def _plain(home: Path, code: Path = REPO) -> list[str]:
+    python = sys.executable if code == REPO else str(code / ".venv" / "bin" / "python")
+    return [python, "-m", "minionsd.daemon", "--home", str(home), "--log-format", "json"]
 
 
 def run_startup(bench: Any) -> None:
@@ -79,20 +83,25 @@ def run_startup(bench: Any) -> None:
     home = daemon.home
     empty = bench.root / "empty"
     write_config(empty, {"engine": {"auto_consolidate_memory": False}})
-    homes = {f"{total:,} records": home, "empty home": empty}
+    homes = {f"{total:,} records": (home, REPO), "empty home": (empty, REPO)}
+    if args.old is not None:
+        old = args.old.resolve()
+        old_home = bench.root / "old-home"
+        shutil.copytree(home, old_home, symlinks=True)
+        homes[f"old code, {total:,}"] = (old_home, old)
     figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in homes}
-    for where in homes.values():  # lay the empty home out; warm the page cache
-        start_once(where, _plain(where))
+    for where, code in homes.values():  # lay the empty home out; warm the page cache
+        start_once(where, _plain(where, code), code=code)
     for _ in range(args.cli_runs):
-        for name, where in homes.items():
-            wall, cpu = start_once(where, _plain(where))
+        for name, (where, code) in homes.items():
+            wall, cpu = start_once(where, _plain(where, code), code=code)
             figures[name][0].append(wall)
             figures[name][1].append(cpu)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     say(f"\n== start-up to the first answered status ({args.cli_runs} starts each, "
         f"alternating; load average {load})")
     for name, (walls, cpus) in figures.items():
-        say(f"   {name:16} median {pct(walls, 50):5.0f} ms (min {min(walls):4.0f}, max "
+        say(f"   {name:20} median {pct(walls, 50):5.0f} ms (min {min(walls):4.0f}, max "
             f"{max(walls):5.0f}); daemon CPU by then median {pct(cpus, 50):4.0f} ms")
     timeline = home / "startup-timeline.json"
     traced = [sys.executable, str(Path(__file__).resolve()), _CHILD, str(timeline),
