@@ -11,7 +11,10 @@ for call alternating with this one's, so both see the same load; the daemon is t
 
 How each tree's minionsctl runs: its own .venv/bin/minionsctl (the console script, as
 scripts/run installs it). Because that venv's install mode is part of what a user pays for,
-say which mode each tree's venv used when reporting figures.
+say which mode each tree's venv used when reporting figures. Like scripts/run, the bench
+byte-compiles this tree's sources first; another tree is measured as it is, and the output
+says whether it holds bytecode caches (without them, and with PYTHONDONTWRITEBYTECODE set,
+every call compiles minionsd's modules again).
 
 --cli-home DIR times a copy of a home loaded earlier (e.g. 100,000 records: loading takes
 minutes); otherwise --records records are loaded into a fresh home first.
@@ -24,6 +27,7 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,16 @@ from bench_common import Bench, BenchDaemon, pct, say, write_config
 from bench_records import load_records, wait_for_index
 
 DEFAULT_RUNS = 15
+
+
+def has_bytecode(code: Path) -> bool:
+    return any((code / "minionsd" / "__pycache__").glob("__init__.*.pyc"))
+
+
+def compile_tree(code: Path) -> None:
+    """What scripts/run does before it starts anything: cached bytecode for the sources."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "minionsd")],
+                   check=True)
 
 
 def ctl_of(code: Path) -> list[str]:
@@ -126,6 +140,7 @@ def prepare_home(bench: Bench) -> tuple[BenchDaemon, int]:
 def run_cli(bench: Bench, old: Path | None, new: Path) -> None:
     args = bench.args
     runs = args.cli_runs
+    compile_tree(new)
     daemon, total = prepare_home(bench)
     project = make_project(bench.root)
     query = "retry timeout"
@@ -138,7 +153,9 @@ def run_cli(bench: Bench, old: Path | None, new: Path) -> None:
     say(f"\n== minionsctl calls at {total:,} records: median wall ms / mean client CPU ms of "
         f"{runs} calls each (load average {load})")
     for tag, code in trees.items():
-        say(f"   {tag}: {' '.join(ctl_of(code))}")
+        caches = "with" if has_bytecode(code) else "WITHOUT"
+        say(f"   {tag}: {' '.join(ctl_of(code))} ({caches} bytecode caches; "
+            f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
     header = "".join(f" {tag + ' wall':>10} {tag + ' cpu':>9}" for tag in trees)
     say(f"   {'command':22}{header} {'daemon ms':>10} {'daemon cpu':>10}")
     for label, words, stdin, method in commands(daemon.home, record_id, query, task, project):

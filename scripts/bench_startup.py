@@ -74,10 +74,11 @@ def _plain(home: Path, code: Path = REPO) -> list[str]:
 
 
 def run_startup(bench: Any) -> None:
-    from bench_cli import prepare_home
+    from bench_cli import compile_tree, has_bytecode, prepare_home
     from bench_common import pct, say, write_config
 
     args = bench.args
+    compile_tree(REPO)  # as scripts/run does
     daemon, total = prepare_home(bench)
     daemon.stop()
     home = daemon.home
@@ -98,6 +99,8 @@ def run_startup(bench: Any) -> None:
             figures[name][0].append(wall)
             figures[name][1].append(cpu)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if args.old is not None:
+        say(f"   old code {'with' if has_bytecode(args.old) else 'WITHOUT'} bytecode caches")
     say(f"\n== start-up to the first answered status ({args.cli_runs} starts each, "
         f"alternating; load average {load})")
     for name, (walls, cpus) in figures.items():
