@@ -4,10 +4,11 @@ Claude Code's hooks run it: a fresh process per call, against a running daemon.
 Commands timed: `status`, `search`, `show` (memory.get), `retrieve` (the task's memory pack),
 `hook claude-code user-prompt` and `hook claude-code session-start` (hook JSON on stdin, the
 session's cwd a git repository with an origin, as in a real project). For each: the median
-wall time of --cli-runs calls, the mean CPU time of the client process (user+system, from
-getrusage of the waited child) and the daemon's own answer (median over the socket, in
-process). With --old DIR the other checkout's minionsctl runs against the same daemon, call
-for call alternating with this one's, so both see the same load; the daemon is this tree's.
+wall time of --cli-runs calls and the fastest one (the call that met the least load), the
+mean CPU time of the client process (user+system, from getrusage of the waited child) and
+the daemon's own answer (median over the socket, in process). With --old DIR the other
+checkout's minionsctl runs against the same daemon, call for call alternating with this
+one's, so both see the same load; the daemon is this tree's.
 
 How each tree's minionsctl runs: its own .venv/bin/minionsctl (the console script, as
 scripts/run installs it). Because that venv's install mode is part of what a user pays for,
@@ -150,13 +151,13 @@ def run_cli(bench: Bench, old: Path | None, new: Path) -> None:
     task = bench_data.tasks(bench.vocab, args.seed, 1)[0][0]
     trees = {"new": new} | ({"old": old} if old is not None else {})
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    say(f"\n== minionsctl calls at {total:,} records: median wall ms / mean client CPU ms of "
+    say(f"\n== minionsctl calls at {total:,} records: median (min) wall ms / mean client CPU ms of "
         f"{runs} calls each (load average {load})")
     for tag, code in trees.items():
         caches = "with" if has_bytecode(code) else "WITHOUT"
         say(f"   {tag}: {' '.join(ctl_of(code))} ({caches} bytecode caches; "
             f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})")
-    header = "".join(f" {tag + ' wall':>10} {tag + ' cpu':>9}" for tag in trees)
+    header = "".join(f" {tag + ' wall':>10} {'(min)':>7} {tag + ' cpu':>9}" for tag in trees)
     say(f"   {'command':22}{header} {'daemon ms':>10} {'daemon cpu':>10}")
     for label, words, stdin, method in commands(daemon.home, record_id, query, task, project):
         figures: dict[str, tuple[list[float], list[float]]] = {t: ([], []) for t in trees}
@@ -172,7 +173,7 @@ def run_cli(bench: Bench, old: Path | None, new: Path) -> None:
                     figures[tag][1].append(cpu)
         if label.startswith("hook") and not outputs["new"].strip():
             raise RuntimeError(f"{label} printed nothing: the timing would be of a no-op")
-        row = "".join(f" {pct(w, 50):10.1f} {sum(c) / len(c):9.1f}"
+        row = "".join(f" {pct(w, 50):10.1f} {min(w):7.1f} {sum(c) / len(c):9.1f}"
                       for w, c in figures.values())
         answer = ""
         if method is not None:

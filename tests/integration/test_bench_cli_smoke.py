@@ -24,9 +24,10 @@ def test_bench_cli_prints_every_command():
     out = run_bench("--only", "cli")
     assert re.search(r"^== minionsctl calls at 200 records", out, re.M), out
     for label in ("status", "search", r"show \(memory\.get\)", "retrieve --task -"):
-        assert re.search(rf"^   {label} +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), (label, out)
+        assert re.search(rf"^   {label} +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), \
+            (label, out)
     for label in ("hook user-prompt", "hook session-start"):
-        assert re.search(rf"^   {label} +[\d.]+ +[\d.]+$", out, re.M), (label, out)
+        assert re.search(rf"^   {label} +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), (label, out)
 
 
 def test_bench_startup_prints_the_figures_and_the_timeline():
