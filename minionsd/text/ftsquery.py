@@ -106,15 +106,15 @@ _MAYBE_PHRASE_AT_RE = re.compile(f"(?=({_MAYBE_PHRASE_RE.pattern}))")
 
 def phrase_forms(text: str) -> list[str]:
     """The one-word forms of the phrasal verbs that occur in `text`."""
-    lowered = text.lower()
     if not text.isascii():
-        if not _MAYBE_PHRASE_RE.search(lowered):
+        # casefold, not lower: under IGNORECASE a long s or a Kelvin sign is an ASCII letter.
+        if not _MAYBE_PHRASE_RE.search(text.casefold()):
             return []
         return [word for pattern, word in _PHRASES if pattern.search(text)]
     # ASCII: a phrase occurs exactly where a candidate is the whole of its match (a phrase
     # and its candidate start at a word boundary and end at one), so the phrases are checked
     # against the few candidates found in one pass instead of searching the text for each.
-    candidates = set(_MAYBE_PHRASE_AT_RE.findall(lowered))
+    candidates = set(_MAYBE_PHRASE_AT_RE.findall(text.lower()))
     if not candidates:
         return []
     return [word for pattern, word in _PHRASES

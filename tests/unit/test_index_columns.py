@@ -119,7 +119,8 @@ def test_the_phrase_prefilter_never_hides_a_phrase(text):
 
 PHRASE_WORDS = ["time", "timed", "timing out", "set", "sets", "setting", "up", "out", "in",
                 "back", "off", "roll", "rolled back off", "fall", "fell", "log", "logging",
-                "sign", "start", "look", "clean", "shut", "down", "Timed", "OUT", "ſet"]
+                "sign", "start", "look", "clean", "shut", "down", "Timed", "OUT",
+                "\u017fet", "\u212aeep"]
 PHRASE_TEXT = st.lists(st.tuples(st.sampled_from(PHRASE_WORDS),
                                  st.sampled_from([" ", "  ", "\t", "_", "-", "", ".", "\n"])),
                        max_size=12).map(lambda parts: "".join(w + g for w, g in parts))
