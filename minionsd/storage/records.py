@@ -70,31 +70,61 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
             "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
 
 
+# The columns a new record is stored with, in the order of _row()'s values; status 'active'
+# and pinned 0 are written as constants.
+_INSERT_COLUMNS = ("id", "type", "scope", "trust", "title", "body", "source", "author",
+                   "project", "agent", "task", "pr", "paths", "tags", "importance",
+                   "confidence", "created_at", "updated_at", "expires_at", "meta",
+                   "content_hash", "search_aux", "term_counts")
+_INSERT_INTO = (f"INSERT INTO memory_records ({', '.join(_INSERT_COLUMNS)}, status, pinned) ")
+_INSERT_ONE = _INSERT_INTO + f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))}, 'active', 0)"
+# Many records in one statement: SQLite runs every row (and its triggers) in one call, so the
+# writer thread neither steps row by row in Python nor waits for the GIL between rows.
+_INSERT_FROM_JSON = (_INSERT_INTO + "SELECT "
+                     + ", ".join(f"value ->> {i}" for i in range(len(_INSERT_COLUMNS)))
+                     + ", 'active', 0 FROM json_each(?)")
+
+
+def _row(fields: Mapping[str, Any], record_id: str, stamp: str,
+         content_hash: str | None) -> list[Any]:
+    """The values of _INSERT_COLUMNS for a record whose derived columns are in `fields`."""
+    return [record_id, fields["type"], fields["scope"], fields["trust"], fields["title"],
+            fields["body"], fields["source"], fields["author"], fields["project"],
+            fields["agent"], fields["task"], fields["pr"], json.dumps(fields["paths"]),
+            json.dumps(fields["tags"]), fields["importance"], fields["confidence"],
+            fields.get("created_at") or stamp, stamp, fields["expires_at"],
+            json.dumps(fields["meta"]), content_hash, fields["search_aux"],
+            fields["term_counts"]]
+
+
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
            content_hash: str | None = None) -> str:
     """Insert a new active record; its derived columns come from derive() when `fields` has
     them, else they are computed here."""
     record_id = new_id(now)
-    stamp = iso(now)
-    row = dict(fields)
-    created = row.pop("created_at", None) or stamp
-    if "search_aux" not in row:
-        row = derive(conn, row)
-    aux, counts = row.pop("search_aux"), row.pop("term_counts")
-    conn.execute(
-        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
-               author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
-               created_at, updated_at, expires_at, meta, content_hash, search_aux,
-               term_counts)
-           VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
-               :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
-               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux, :counts)""",
-        row | {"id": record_id, "paths": json.dumps(row["paths"]),
-               "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
-               "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": counts},
-    )
+    if "search_aux" not in fields:
+        fields = derive(conn, fields)
+    conn.execute(_INSERT_ONE, _row(fields, record_id, iso(now), content_hash))
     return record_id
+
+
+def batch_rows(prepared: Sequence[Mapping[str, Any]],
+               now: datetime) -> tuple[list[str], str | None]:
+    """The new ids of `prepared` (derive()'s output) and the one text insert_batch() stores
+    them from; built beside the writer. The text is None when a value cannot go through it
+    (SQLite's JSON functions end a string at an escaped NUL): insert() them one by one."""
+    stamp = iso(now)
+    ids = [new_id(now) for _ in prepared]
+    text = json.dumps([_row(fields, record_id, stamp, None)
+                       for fields, record_id in zip(prepared, ids, strict=True)],
+                      ensure_ascii=False, separators=(",", ":"))
+    return ids, (None if "\\u0000" in text else text)
+
+
+def insert_batch(conn: sqlite3.Connection, rows: str) -> int:
+    """Insert the records batch_rows() encoded in `rows`, in their order, in one statement
+    (all or none); returns how many."""
+    return conn.execute(_INSERT_FROM_JSON, (rows,)).rowcount
 
 
 _SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
