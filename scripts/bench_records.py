@@ -252,8 +252,12 @@ def run_records(bench: Bench) -> None:
     say(f"\n== 1. load: {total:,} records via memory.add, JSON-RPC batches of <= {LOAD_BATCH} "
         f"(<= {LOAD_BATCH_BYTES // 1000} KB), pipelined on one connection")
     want_retrieval = args.only in (None, "retrieval")
-    checkpoints = sorted({n for n in RETRIEVAL_SIZES if n < total} | {total}) \
-        if want_retrieval else [total]
+    if want_retrieval:
+        checkpoints = sorted({n for n in RETRIEVAL_SIZES if n < total} | {total})
+    elif args.only == "load" and total >= 50_000:  # does a record cost more in a bigger table?
+        checkpoints = [total * k // 5 for k in range(1, 6)]
+    else:
+        checkpoints = [total]
     loaded = 0
     load_time = 0.0
     for checkpoint in checkpoints:
