@@ -6,7 +6,8 @@ writer for writes), shape the result. Parameter names are the public API (SPEC ย
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from minionsd.memory import purge
 from minionsd.memory.app import RESTART_KEYS, App
 from minionsd.rpc.protocol import Handler
 from minionsd.storage import record_fields, records
+from minionsd.storage.database import PREPARING_THREADS
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
 
@@ -50,6 +52,16 @@ class _Batch:
         self.outcomes = outcomes
         self.ids = ids
         self.rows = rows
+
+    @staticmethod
+    def joined(parts: Sequence[_Batch]) -> _Batch:
+        """The parts of one batch, prepared apart, as one (rows: one JSON array)."""
+        if len(parts) == 1:
+            return parts[0]
+        texts = [part.rows for part in parts if part.ids]
+        rows = None if None in texts else "[" + ",".join(text[1:-1] for text in texts) + "]"
+        return _Batch([o for part in parts for o in part.outcomes],
+                      [i for part in parts for i in part.ids], rows)
 
 
 def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
@@ -111,7 +123,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
         """A batch's run of memory.add: checked and prepared together off the event loop, then
         committed together (SPEC ยง5); each call still succeeds or fails on its own."""
         now = app.now()
-        batch = await app.db.prepare(_prepare_calls, calls, now)
+        cut = -(-len(calls) // PREPARING_THREADS)
+        parts = await asyncio.gather(*(app.db.prepare(_prepare_calls, calls[i:i + cut], now)
+                                       for i in range(0, len(calls), cut)))
+        batch = _Batch.joined(parts)
         outcomes = batch.outcomes
         writable = [i for i, fields in enumerate(outcomes) if not isinstance(fields, Exception)]
         written: list[Any] = []

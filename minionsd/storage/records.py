@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.storage import fts
+from minionsd.storage import fts, record_rows
 from minionsd.storage.record_fields import (
     PIN_FLOOR,
     STATUSES,
@@ -43,11 +42,6 @@ EFFECTIVE_STATUS = (
 )
 
 
-def new_id(now: datetime) -> str:
-    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
-    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
-
-
 # --- rows ----------------------------------------------------------------------------------
 
 def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,31 +64,9 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
             "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
 
 
-# The columns a new record is stored with, in the order of _row()'s values; status 'active'
-# and pinned 0 are written as constants.
-_INSERT_COLUMNS = ("id", "type", "scope", "trust", "title", "body", "source", "author",
-                   "project", "agent", "task", "pr", "paths", "tags", "importance",
-                   "confidence", "created_at", "updated_at", "expires_at", "meta",
-                   "content_hash", "search_aux", "term_counts")
-_INSERT_INTO = (f"INSERT INTO memory_records ({', '.join(_INSERT_COLUMNS)}, status, pinned) ")
-_INSERT_ONE = _INSERT_INTO + f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))}, 'active', 0)"
-# Many records in one statement: SQLite runs every row (and its triggers) in one call, so the
-# writer thread neither steps row by row in Python nor waits for the GIL between rows.
-_INSERT_FROM_JSON = (_INSERT_INTO + "SELECT "
-                     + ", ".join(f"value ->> {i}" for i in range(len(_INSERT_COLUMNS)))
-                     + ", 'active', 0 FROM json_each(?)")
-
-
-def _row(fields: Mapping[str, Any], record_id: str, stamp: str,
-         content_hash: str | None) -> list[Any]:
-    """The values of _INSERT_COLUMNS for a record whose derived columns are in `fields`."""
-    return [record_id, fields["type"], fields["scope"], fields["trust"], fields["title"],
-            fields["body"], fields["source"], fields["author"], fields["project"],
-            fields["agent"], fields["task"], fields["pr"], json.dumps(fields["paths"]),
-            json.dumps(fields["tags"]), fields["importance"], fields["confidence"],
-            fields.get("created_at") or stamp, stamp, fields["expires_at"],
-            json.dumps(fields["meta"]), content_hash, fields["search_aux"],
-            fields["term_counts"]]
+new_id = record_rows.new_id
+batch_rows = record_rows.batch_rows
+insert_batch = record_rows.insert_batch
 
 
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
@@ -104,27 +76,9 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
     record_id = new_id(now)
     if "search_aux" not in fields:
         fields = derive(conn, fields)
-    conn.execute(_INSERT_ONE, _row(fields, record_id, iso(now), content_hash))
+    conn.execute(record_rows.INSERT_ONE, record_rows.row(fields, record_id, iso(now),
+                                                         content_hash))
     return record_id
-
-
-def batch_rows(prepared: Sequence[Mapping[str, Any]],
-               now: datetime) -> tuple[list[str], str | None]:
-    """The new ids of `prepared` (derive()'s output) and the one text insert_batch() stores
-    them from; built beside the writer. The text is None when a value cannot go through it
-    (SQLite's JSON functions end a string at an escaped NUL): insert() them one by one."""
-    stamp = iso(now)
-    ids = [new_id(now) for _ in prepared]
-    text = json.dumps([_row(fields, record_id, stamp, None)
-                       for fields, record_id in zip(prepared, ids, strict=True)],
-                      ensure_ascii=False, separators=(",", ":"))
-    return ids, (None if "\\u0000" in text else text)
-
-
-def insert_batch(conn: sqlite3.Connection, rows: str) -> int:
-    """Insert the records batch_rows() encoded in `rows`, in their order, in one statement
-    (all or none); returns how many."""
-    return conn.execute(_INSERT_FROM_JSON, (rows,)).rowcount
 
 
 _SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
