@@ -83,15 +83,16 @@ _REPEATS: tuple[int, ...] | None = (
     tuple(int(w) for w in BM25_WEIGHTS) if all(w == int(w) >= 1 for w in BM25_WEIGHTS)
     else None)
 _COLUMNS = ("title", "body", "aux")
-_LENGTH_SQL = (
-    "SELECT sum(cnt / CASE col "
+# One statement: the length, and the "<stem> <weighted count>" lines in the index's (byte)
+# order, the order fts5vocab scans in (an ORDER BY term adds nothing but a subquery's cost);
+# built by SQLite, not row by row in Python.
+_WEIGHTED_SQL = (
+    "SELECT (SELECT sum(cnt / CASE col "
     + " ".join(f"WHEN '{c}' THEN {r}" for c, r in zip(_COLUMNS, _REPEATS or (1, 1, 1),
                                                       strict=True))
-    + f" END) FROM temp.{_COUNTS_TABLE}_col")
-# "<stem> <weighted count>" lines in the index's (byte) order, the order fts5vocab scans in
-# (an ORDER BY term adds nothing but a subquery's cost); built by SQLite, not row by row.
-_LINES_SQL = ("SELECT CAST(group_concat(CAST(term AS BLOB) || ' ' || cnt, char(10)) AS BLOB) "
-              f"FROM temp.{_COUNTS_TABLE}_row")
+    + f" END) FROM temp.{_COUNTS_TABLE}_col), "
+    "CAST(group_concat(CAST(term AS BLOB) || ' ' || cnt, char(10)) AS BLOB) "
+    f"FROM temp.{_COUNTS_TABLE}_row")
 _INSERT_SQL = f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) VALUES (1, ?, ?, ?)"
 
 
@@ -134,8 +135,8 @@ def _weighted_by_fts5(cur: sqlite3.Cursor, values: Sequence[str],
     _tokenise(cur, ["\n".join([text] * times) if times > 1 and text else text
                     for text, times in zip(values, repeats, strict=True)])
     try:
-        length = cur.execute(_LENGTH_SQL).fetchone()[0] or 0
-        lines = cur.execute(_LINES_SQL).fetchone()[0]
+        length, lines = cur.execute(_WEIGHTED_SQL).fetchone()
+        length = length or 0
     finally:
         _empty(cur, _COUNTS_TABLE)
     if not lines:
