@@ -50,3 +50,20 @@ def test_a_failing_request_beside_a_nul_body_fails_alone(daemon):
     assert replies["bad"]["error"]["data"]["param"] == "importance"
     for key, body in (("nul", "nul\x00again body 1"), ("ok", "fine body 3")):
         assert daemon.call("memory.get", id=replies[key]["result"]["id"])["body"] == body
+
+
+def test_a_batch_whose_first_or_last_half_all_fails_stores_the_rest(daemon):
+    """The batch is prepared in parts; a part with nothing to store adds nothing to the rows."""
+    for layout in ("bbgg", "ggbb", "bgbg"):
+        requests = [{"jsonrpc": "2.0", "id": f"{kind}{i}", "method": "memory.add",
+                     "params": params(i, f"{layout} {kind}") | ({"trust": "nobody"}
+                                                                if kind == "b" else {})}
+                    for i, kind in enumerate(layout)]
+        replies = send_batch(daemon, requests)
+        assert [r["id"] for r in replies] == [r["id"] for r in requests]
+        for reply in replies:
+            if reply["id"].startswith("b"):
+                assert reply["error"]["data"]["param"] == "trust"
+            else:
+                got = daemon.call("memory.get", id=reply["result"]["id"])
+                assert got["title"] == f"{layout} g title"
