@@ -133,3 +133,10 @@ def test_phrase_forms_of_dense_phrases_match_their_definition(text):
     expected = [word for pattern, word in ftsquery._PHRASES if pattern.search(text)]
     assert ftsquery.phrase_forms(text) == expected
 
+
+
+def test_phrase_forms_see_letters_that_fold_to_ascii():
+    """Under IGNORECASE a long s matches 's': the prefilter must not hide that phrase."""
+    text = "we \u017fet up the cache"
+    assert ftsquery.phrase_forms(text) == ["setup"]
+    assert "setup" in ftsquery.index_aux_text("", text, [], [])
