@@ -165,8 +165,8 @@ def _rich_compounds(normalised: str) -> list[str]:
     stripped), several times faster."""
     if normalised.isascii():
         runs = dict.fromkeys(normalised.translate(_ASCII_NOT_COMPOUND).split())
-        compounds = [run.strip("-_") for run in runs
-                     if "-" in run or "_" in run or run[1:] != run[1:].lower()]
+        compounds = [run.strip("-_") for run in runs if not run.islower() or "-" in run
+                     or "_" in run]
     else:
         compounds = list(dict.fromkeys(_COMPOUND_RE.findall(normalised)))
     return [c for c in compounds
