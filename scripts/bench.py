@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
     .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
+    .venv/bin/python scripts/bench.py --only load --records 10000   # section 1 and RSS only
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
     .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
@@ -145,7 +146,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
+    parser.add_argument("--only", choices=("load", "search", "consolidation", "retrieval",
                                             "mcp-start", "web", "cli", "startup"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             from bench_compare import run_compare
 
             run_compare(bench, args.old.resolve(), REPO)
-        elif args.only in (None, "search", "retrieval"):
+        elif args.only in (None, "load", "search", "retrieval"):
             run_records(bench)
         if args.old is None and args.only in (None, "consolidation"):
             run_consolidation_throughput(bench)
