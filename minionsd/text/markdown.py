@@ -265,6 +265,7 @@ def dump_block(meta: dict[str, Any]) -> str:
 _PLAIN_RE = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./ -]{0,498}[A-Za-z0-9_./-]|[A-Za-z0-9_/]")
 
 
+@functools.lru_cache(maxsize=4096)
 def _scalar(text: str) -> str | None:
     """`text` as the emitter writes it when it has the shape above: as it is, or in single
     quotes when YAML would read it as something else (`true`, `null`, `12`); else None."""

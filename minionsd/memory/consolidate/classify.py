@@ -16,7 +16,14 @@ from typing import Any
 
 from minionsd.fileio import fit_name
 from minionsd.memory.consolidate import gist
-from minionsd.text.markdown import FrontMatterError, note_parts, render_note, safe_slug, slugify
+from minionsd.text.markdown import (
+    PARTS_CACHE_MAX_CHARS,
+    FrontMatterError,
+    note_parts,
+    render_note,
+    safe_slug,
+    slugify,
+)
 from minionsd.text.redact import redact
 
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
@@ -46,12 +53,23 @@ _RULES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 
 
 def classify(name: str, content: str | None) -> str:
-    """KB category of a note: lower-cased substring rules, first match wins."""
+    """KB category of a note: lower-cased substring rules, first match wins. Remembered for
+    the last notes asked about (a batch asks three times per note), up to the size
+    markdown.note_parts remembers."""
+    if content is not None and len(content) > PARTS_CACHE_MAX_CHARS:
+        return _classify(name, content)
+    return _remembered_classify(name, content)
+
+
+def _classify(name: str, content: str | None) -> str:
     name, text = name.lower(), (content or "").lower()
     for category, in_name, in_content in _RULES:
         if any(k in name for k in in_name) or any(k in text for k in in_content):
             return category
     return "project-notes"
+
+
+_remembered_classify = functools.lru_cache(maxsize=256)(_classify)
 
 
 def title_slug(name: str, content: str | None) -> str:
