@@ -26,7 +26,7 @@ import structlog
 
 from minionsd import __version__, logsetup
 from minionsd import config as config_mod
-from minionsd.clock import parse_iso
+from minionsd.clock import iso, parse_iso
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
 from minionsd.memory.app import App
@@ -57,20 +57,25 @@ class Daemon:
 
     async def status(self) -> dict[str, Any]:
         app = self.app
-        # Under load every trip to a thread waits for the GIL, and trips queued one behind
-        # the other on the light lane add those waits up: so every part's reads (counters,
-        # the inbox scan, job results, the database check) run in ONE light-lane trip, and
-        # only parts without such reads get a trip of their own, all at once.
+        # The database's figures (records, the consolidation journal's counters, job results)
+        # come from memory (storage/live_counts.py, read again after every commit), so status
+        # runs no SQL for them. Parts that read disk (the inbox scan) do so in ONE light-lane
+        # trip; parts with nothing to read answer from memory at once.
         now = app.now()
+        counts = app.db.live.records(iso(now))
         reading = [c for c in self.components if callable(getattr(c, "status_reads", None))]
         others = [contribute() for component in self.components if component not in reading
                   and (contribute := getattr(component, "status", None)) is not None]
 
         def reads(conn: Any) -> tuple[dict[str, int], list[Any]]:
-            return (records.status_counts(conn, now),
+            return (counts if counts is not None else records.status_counts(conn, now),
                     [component.status_reads(conn) for component in reading])
 
-        (counts, read_parts), *parts = await asyncio.gather(app.db.read_light(reads), *others)
+        if reading or counts is None:
+            (counts, read_parts), *parts = await asyncio.gather(app.db.read_light(reads),
+                                                                *others)
+        else:
+            read_parts, parts = [], list(await asyncio.gather(*others))
         parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
         result: dict[str, Any] = {
             "version": app.version,

@@ -3,16 +3,84 @@
 asyncio.to_thread uses the default executor, which interpreter shutdown waits for; a hung LLM
 call there would hold up SIGTERM. A daemon thread is abandoned instead, which is safe for our
 work because every step it takes is journalled or idempotent.
+
+Threads are kept for reuse (DaemonWorkers): starting a thread makes the caller wait until the
+new thread has run its first lines, and on the event loop under load that wait is a wait for
+the interpreter lock (two hand-overs, each up to the switch interval) during which no request
+is served. Handing work to an idle worker is a queue put. A job never waits for another: when
+no worker is idle a new one is started, so a hung call cannot hold up the next.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+Job = Callable[[], None]
+
+
+class DaemonWorkers:
+    """Daemon threads that run one job at a time and wait for the next; an idle worker ends
+    after `idle_s` without work, and at most `max_idle` wait at once (the rest end)."""
+
+    def __init__(self, *, idle_s: float = 20.0, max_idle: int = 32) -> None:
+        self.idle_s = idle_s
+        self.max_idle = max_idle
+        self._jobs: queue.SimpleQueue[tuple[Job, str]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # workers waiting for a job, less the jobs queued for them
+        self._numbers = itertools.count(1)
+
+    def submit(self, job: Job, name: str) -> None:
+        """Run `job` on a worker thread named `name` while it runs; never waits for work."""
+        with self._lock:
+            waiting = self._idle > 0
+            if waiting:
+                self._idle -= 1
+                self._jobs.put((job, name))
+        if not waiting:
+            threading.Thread(target=self._work, args=(job, name), name=name,
+                             daemon=True).start()
+
+    def idle(self) -> int:
+        with self._lock:
+            return self._idle
+
+    def _work(self, job: Job, name: str) -> None:
+        me = threading.current_thread()
+        resting = f"worker-{next(self._numbers)}"
+        while True:
+            me.name = name
+            job()  # catches its own exceptions (see run_in_daemon_thread)
+            me.name = resting
+            with self._lock:
+                if self._idle >= self.max_idle:
+                    return
+                self._idle += 1
+            next_job = self._wait()
+            if next_job is None:
+                return
+            job, name = next_job
+
+    def _wait(self) -> tuple[Job, str] | None:
+        while True:
+            try:
+                return self._jobs.get(timeout=self.idle_s)
+            except queue.Empty:
+                with self._lock:
+                    # A job put after the timeout was counted against this worker: take it.
+                    if self._jobs.empty():
+                        self._idle -= 1
+                        return None
+
+
+# Threads are a process-wide resource, like asyncio's default executor: one set of workers.
+WORKERS = DaemonWorkers()
 
 
 async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "worker") -> T:
@@ -37,5 +105,5 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
         else:
             hand_back(future.set_result, result)
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    WORKERS.submit(target, name)
     return await future

@@ -153,16 +153,20 @@ class ConsolidationService:
     async def status(self) -> dict[str, Any]:
         return self.status_from(await self.app.db.read_light(self.status_reads))
 
-    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
-        """What status needs from disk and SQL, read on the light lane (see Daemon.status)."""
-        return self.pipeline.inbox_state(), journal.counters(conn)
+    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any], int]:
+        """What status reads from disk, on the light lane (see Daemon.status): the inbox, the
+        quarantine count, and the journal's counters when memory has none."""
+        counters = self.app.db.live.counters()
+        return (self.pipeline.inbox_state(),
+                counters if counters is not None else journal.counters(conn),
+                self.quarantined.get())
 
-    def status_from(self, reads: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
-        state, counters = reads
+    def status_from(self, reads: tuple[Any, dict[str, Any], int]) -> dict[str, Any]:
+        state, counters, quarantined = reads
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
-                      "quarantined": self.quarantined.get()},
+                      "quarantined": quarantined},
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),

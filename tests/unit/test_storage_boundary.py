@@ -30,6 +30,8 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/kb_index.py": "kb_files: which KB file feeds which record, at which hash",
     "storage/purged.py": "purged_records and the statements of a purge",
     "storage/job_runs.py": "maintenance jobs' last results",
+    "storage/live_counts.py": "status's figures read after each commit: record_counts and the "
+                              "earliest expiry times of active records",
     "storage/tokens.py": "gateway_tokens: the gateway's bearer tokens, by SHA-256 digest",
     "storage/fts.py": "the FTS5 index through documented interfaces: stems, term counts, "
                       "statistics, the planner's searches, merge steps",
