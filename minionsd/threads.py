@@ -83,7 +83,9 @@ class DaemonWorkers:
 WORKERS = DaemonWorkers()
 
 
-async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "worker") -> T:
+async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "worker",
+                               workers: DaemonWorkers | None = None) -> T:
+    """fn(*args) on a daemon worker thread (of WORKERS unless `workers` is given)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
@@ -105,5 +107,5 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
         else:
             hand_back(future.set_result, result)
 
-    WORKERS.submit(target, name)
+    (workers or WORKERS).submit(target, name)
     return await future

@@ -49,6 +49,7 @@ def _worker(socket_path: str, clients: int, calls: int, seed: int, out: Any,
     tasks = [task for task, _project, _agent in bench_data.tasks(vocab, seed, 40)]
     queries = bench_data.search_queries(vocab, seed, 200)
     samples: list[tuple[str, float, bool]] = []
+    backlog: list[int] = []  # status.inbox.pending as the clients saw it
     lock = threading.Lock()
     methods = [m for m, _ in mix]
     weights = [w for _, w in mix]
@@ -73,10 +74,12 @@ def _worker(socket_path: str, clients: int, calls: int, seed: int, out: Any,
                 began = time.perf_counter()
                 ok = True
                 try:
-                    client.call(method, params)
+                    reply = client.call(method, params)
                 except Exception:  # an error reply counts as a call; it is reported
                     ok = False
                 mine.append((method, time.perf_counter() - began, ok))
+                if method == "status" and ok:  # how far consolidation is behind
+                    backlog.append(reply["inbox"]["pending"])
         with lock:
             samples.extend(mine)
 
@@ -85,7 +88,7 @@ def _worker(socket_path: str, clients: int, calls: int, seed: int, out: Any,
         thread.start()
     for thread in threads:
         thread.join()
-    out.put(samples)
+    out.put((samples, backlog))
 
 
 def run_load(socket_path: str, clients: int, calls_total: int, procs: int,
@@ -100,13 +103,18 @@ def run_load(socket_path: str, clients: int, calls_total: int, procs: int,
     for worker in workers:
         worker.start()
     samples: list[tuple[str, float, bool]] = []
+    backlog: list[int] = []
     for _ in workers:
-        samples.extend(queue.get())
+        got, pending = queue.get()
+        samples.extend(got)
+        backlog.extend(pending)
     elapsed = time.perf_counter() - began
     for worker in workers:
         worker.join()
     figures: dict[str, Any] = {"calls": len(samples), "seconds": elapsed,
-                               "calls_per_s": len(samples) / elapsed, "methods": {}}
+                               "calls_per_s": len(samples) / elapsed, "methods": {},
+                               "inbox_pending_max": max(backlog, default=0),
+                               "inbox_pending_p50": pct(backlog, 50) if backlog else 0}
     for method, _ in (*mix, ("all", 0)):
         times = [t * 1000 for m, t, _ in samples if method in (m, "all")]
         errors = sum(1 for m, _, ok in samples if method in (m, "all") and not ok)
@@ -124,6 +132,8 @@ def print_load(figures: dict[str, Any], clients: int) -> None:
     for method, row in figures["methods"].items():
         say(f"   {method:18} {row['n']:7,} {row['p50']:8.1f} {row['p99']:8.1f} "
             f"{row['max']:8.1f} {row['errors']:6}")
+    say(f"   inbox notes pending as status saw them: p50 {figures['inbox_pending_p50']}, "
+        f"max {figures['inbox_pending_max']}")
     if "daemon_cpu_ms_per_call" in figures:
         say(f"   daemon CPU {figures['daemon_cpu_s']:.1f} s = "
             f"{figures['daemon_cpu_ms_per_call']:.2f} ms per call")

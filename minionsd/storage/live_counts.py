@@ -35,7 +35,7 @@ class Figures:
     version: int  # reads so far
 
 
-def read_figures(conn: sqlite3.Connection, version: int) -> Figures:
+def read_figures(conn: sqlite3.Connection, version: int, head: int = EXPIRING_HEAD) -> Figures:
     stored = dict.fromkeys(STATUSES, 0)
     for status, n in conn.execute("SELECT status, n FROM record_counts"):
         if status in stored:
@@ -43,16 +43,17 @@ def read_figures(conn: sqlite3.Connection, version: int) -> Figures:
     expiring = tuple(row[0] for row in conn.execute(
         """SELECT expires_at FROM memory_records INDEXED BY memory_records_expiring
            WHERE status = 'active' AND expires_at IS NOT NULL
-           ORDER BY expires_at LIMIT :head""", {"head": EXPIRING_HEAD + 1}))
-    return Figures(stored, expiring[:EXPIRING_HEAD], len(expiring) <= EXPIRING_HEAD,
+           ORDER BY expires_at LIMIT :head""", {"head": head + 1}))
+    return Figures(stored, expiring[:head], len(expiring) <= head,
                    journal.counters(conn), job_runs.last_runs(conn), version)
 
 
 class LiveCounts:
     """The latest Figures: replaced whole by the writer thread, read by anyone."""
 
-    def __init__(self) -> None:
+    def __init__(self, head: int = EXPIRING_HEAD) -> None:
         self.figures: Figures | None = None  # None until read, and after a failed read
+        self.head = head
         self._seen_changes = -1
 
     def refresh(self, conn: sqlite3.Connection) -> None:
@@ -64,7 +65,7 @@ class LiveCounts:
             return
         version = self.figures.version + 1 if self.figures is not None else 1
         self.figures = None
-        self.figures = read_figures(conn, version)
+        self.figures = read_figures(conn, version, self.head)
         self._seen_changes = changes
 
     def records(self, now_iso: str) -> dict[str, int] | None:
