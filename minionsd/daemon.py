@@ -38,6 +38,7 @@ from minionsd.service.systemd import Notifier
 from minionsd.storage import records
 from minionsd.storage.database import Database
 from minionsd.storage.pidfile import PidFile
+from minionsd.threads import WORKERS
 
 log = structlog.get_logger()
 EXIT_CONFIG = 2
@@ -332,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_RUNTIME
     finally:
         db.close()
+        WORKERS.close()
         pidfile.release()
         left = [t.name for t in threading.enumerate()
                 if t is not threading.current_thread() and t.is_alive()]

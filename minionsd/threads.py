@@ -31,13 +31,16 @@ class DaemonWorkers:
     def __init__(self, *, idle_s: float = 20.0, max_idle: int = 32) -> None:
         self.idle_s = idle_s
         self.max_idle = max_idle
-        self._jobs: queue.SimpleQueue[tuple[Job, str]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Job, str] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0  # workers waiting for a job, less the jobs queued for them
         self._numbers = itertools.count(1)
+        self._closed = False
+        self._waiting: set[threading.Thread] = set()
 
     def submit(self, job: Job, name: str) -> None:
-        """Run `job` on a worker thread named `name` while it runs; never waits for work."""
+        """Run `job` on a worker thread named `name` while it runs; never waits for work.
+        After close() every job gets a thread of its own."""
         with self._lock:
             waiting = self._idle > 0
             if waiting:
@@ -51,6 +54,17 @@ class DaemonWorkers:
         with self._lock:
             return self._idle
 
+    def close(self, timeout: float = 2.0) -> None:
+        """End the waiting workers (at shutdown, so none is left behind); a worker still
+        running a job ends when it is done (or is abandoned with the process)."""
+        with self._lock:
+            self._closed = True
+            waiting, self._idle = list(self._waiting), 0
+            for _ in waiting:
+                self._jobs.put(None)
+        for thread in waiting:
+            thread.join(timeout)
+
     def _work(self, job: Job, name: str) -> None:
         me = threading.current_thread()
         resting = f"worker-{next(self._numbers)}"
@@ -59,15 +73,19 @@ class DaemonWorkers:
             job()  # catches its own exceptions (see run_in_daemon_thread)
             me.name = resting
             with self._lock:
-                if self._idle >= self.max_idle:
+                if self._closed or self._idle >= self.max_idle:
                     return
                 self._idle += 1
+                self._waiting.add(me)
             next_job = self._wait()
+            with self._lock:
+                self._waiting.discard(me)
             if next_job is None:
                 return
             job, name = next_job
 
     def _wait(self) -> tuple[Job, str] | None:
+        """The next job, or None when this worker should end (idle too long, or closed)."""
         while True:
             try:
                 return self._jobs.get(timeout=self.idle_s)
@@ -75,7 +93,8 @@ class DaemonWorkers:
                 with self._lock:
                     # A job put after the timeout was counted against this worker: take it.
                     if self._jobs.empty():
-                        self._idle -= 1
+                        if not self._closed:  # close() has uncounted it already
+                            self._idle -= 1
                         return None
 
 

@@ -34,6 +34,8 @@ def test_jobs_reuse_a_waiting_worker_and_carry_their_name() -> None:
             seen.append(await run_in_daemon_thread(
                 lambda: (threading.get_ident(), threading.current_thread().name),
                 name=f"job-{n}", workers=workers))
+            while workers.idle() != 1:  # the answer comes just before the worker waits
+                await asyncio.sleep(0.001)
         return seen
 
     seen = asyncio.run(run())
@@ -94,3 +96,19 @@ def test_at_most_max_idle_workers_wait() -> None:
 
     assert asyncio.run(one_by_one()) <= waiting  # taken by the waiting ones, no new thread
     wait_until(lambda: not workers_alive() and workers.idle() == 0)
+
+
+def test_close_ends_the_waiting_workers() -> None:
+    workers = DaemonWorkers(idle_s=60.0)
+
+    async def run() -> None:
+        await asyncio.gather(*(run_in_daemon_thread(time.sleep, 0.05, name=f"job-{n}",
+                                                    workers=workers) for n in range(3)))
+
+    asyncio.run(run())
+    wait_until(lambda: workers.idle() == 3)
+    workers.close()
+    assert not workers_alive() and workers.idle() == 0
+    # After close a job still runs, on a thread that ends with it.
+    assert asyncio.run(run_in_daemon_thread(lambda: 5, name="job-late", workers=workers)) == 5
+    wait_until(lambda: not workers_alive())
