@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ import structlog
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.fileio import atomic_write_text
+from minionsd.fileio import fsync_dir, write_temp_synced
 from minionsd.home import check_name
 from minionsd.memory import inbox as inbox_mod
 from minionsd.memory import quarantine
@@ -186,15 +187,22 @@ class ConsolidationService:
             raise InvalidParams(f"the note would be {size} bytes, over "
                                 f"engine.inbox_max_note_bytes ({limit})", param="body")
         inbox_dir = self.app.home.inbox
+        # The text is written and synced here, before the writer's turn: the writer thread,
+        # which every write waits for, only renames it into place and syncs the directory.
+        staged = write_temp_synced(inbox_dir / submission.name, submission.text.encode("utf-8"))
 
-        def claim_and_write(conn: Any) -> tuple[str, bool]:
+        def claim_and_place(conn: Any) -> tuple[str, bool]:
             name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
-                # Written inside the transaction: if the write fails the claim rolls back.
-                atomic_write_text(inbox_dir / name, submission.text)
+                # Placed inside the transaction: if that fails the claim rolls back.
+                os.replace(staged, inbox_dir / name)
+                fsync_dir(inbox_dir)
             return name, fresh
 
-        name, written = self.app.db.write_blocking(claim_and_write)
+        try:
+            name, written = self.app.db.write_blocking(claim_and_place)
+        finally:
+            staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 
