@@ -128,3 +128,52 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
 
     (workers or WORKERS).submit(target, name)
     return await future
+
+
+class SharedRun:
+    """One run of `work` (a coroutine function) shared by every caller that asks while it is
+    not yet under way: a caller always gets the outcome of a run that began after it asked
+    (so it sees every change finished before its call), and callers arriving while a run is
+    under way share the next one. N concurrent callers cost at most two runs, not N queued
+    one behind another."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self._work = work
+        self._running: asyncio.Future[Any] | None = None
+        self._next: asyncio.Future[Any] | None = None  # handed to callers, started later
+
+    async def get(self) -> Any:
+        if self._running is None:
+            self._running = self._start()
+            future = self._running
+        else:
+            if self._next is None:
+                self._next = asyncio.get_running_loop().create_future()
+            future = self._next
+        return await asyncio.shield(future)
+
+    def _start(self) -> asyncio.Future[Any]:
+        task = asyncio.ensure_future(self._work())
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Future[Any]) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here: its callers may all have gone away
+        waiting, self._next = self._next, None
+        self._running = None
+        if waiting is None:
+            return
+        self._running = self._start()
+
+        def hand_over(done: asyncio.Future[Any]) -> None:
+            if waiting.done():
+                return
+            if done.cancelled():
+                waiting.cancel()
+            elif done.exception() is not None:
+                waiting.set_exception(done.exception())
+            else:
+                waiting.set_result(done.result())
+
+        self._running.add_done_callback(hand_over)
