@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.storage import fts
+from minionsd.storage import fts, record_rows
 from minionsd.storage.record_fields import (
     PIN_FLOOR,
     STATUSES,
@@ -43,11 +42,6 @@ EFFECTIVE_STATUS = (
 )
 
 
-def new_id(now: datetime) -> str:
-    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
-    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
-
-
 # --- rows ----------------------------------------------------------------------------------
 
 def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,30 +64,20 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
             "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
 
 
+new_id = record_rows.new_id
+batch_rows = record_rows.batch_rows
+insert_batch = record_rows.insert_batch
+
+
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
            content_hash: str | None = None) -> str:
     """Insert a new active record; its derived columns come from derive() when `fields` has
     them, else they are computed here."""
     record_id = new_id(now)
-    stamp = iso(now)
-    row = dict(fields)
-    created = row.pop("created_at", None) or stamp
-    if "search_aux" not in row:
-        row = derive(conn, row)
-    aux, counts = row.pop("search_aux"), row.pop("term_counts")
-    conn.execute(
-        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
-               author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
-               created_at, updated_at, expires_at, meta, content_hash, search_aux,
-               term_counts)
-           VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
-               :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
-               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux, :counts)""",
-        row | {"id": record_id, "paths": json.dumps(row["paths"]),
-               "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
-               "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": counts},
-    )
+    if "search_aux" not in fields:
+        fields = derive(conn, fields)
+    conn.execute(record_rows.INSERT_ONE, record_rows.row(fields, record_id, iso(now),
+                                                         content_hash))
     return record_id
 
 

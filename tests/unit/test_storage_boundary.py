@@ -21,6 +21,7 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/database.py": "migrations, the single writer, the readers, the ping",
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
     "storage/records.py": "memory_records: insert, lifecycle, search, expiry, counts",
+    "storage/record_rows.py": "a new record's row; a batch of them inserted in one statement",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
                          "retrievals that selected a record, an agent's latest retrievals",
