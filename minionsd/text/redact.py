@@ -38,7 +38,7 @@ import functools
 import re
 
 from minionsd.text import secret_grammar as g
-from minionsd.text.secret_pattern import MARKER_PREFIX, Pattern
+from minionsd.text.secret_pattern import MARKER_PREFIX, Passes, Pattern
 from minionsd.text.secret_pattern import make_pattern as _p
 from minionsd.text.secret_shapes import TOKENS
 
@@ -152,6 +152,7 @@ PATTERNS: tuple[Pattern, ...] = (
         re.IGNORECASE,
         needles=("secret_access", "secret-access", "secretaccess", "secret_key", "secret-key",
                  "secretkey", "session_token", "session-token", "sessiontoken"),
+        prefilter=g.AWS_SECRET_PREFILTER,
     ),
     _p(
         "aws_secret_key_csv",
@@ -244,6 +245,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"[ \t\r\n]+password[ \t\r\n]+)" + g.NOT_MARKER + r"\S+",
         "\\g<head>{marker}",
         needles=("machine", "default"),
+        prefilter=r"login[ \t\r\n]+\S+[ \t\r\n]+password[ \t\r\n]",
     ),
     _p(
         "xml_secret",
@@ -266,6 +268,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + g.NOT_MARKER + r"(?![*]$)\S+$",
         "\\g<head>{marker}",
         needles=(":",),
+        prefilter=r":(?:[0-9]{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:",
     ),
     _p(
         "putty_private_key",
@@ -282,6 +285,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("pass", "pwd", "psk"),
+        prefilter=g.PASSWORD_PREFILTER,
     ),
     _p(
         "password_in_prose",
@@ -302,6 +306,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=g.SECRET_KEY_NEEDLES,
+        prefilter=g.SECRET_PREFILTER,
     ),
     _p(
         "generic_key",
@@ -311,6 +316,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("_key", "-key"),
+        prefilter=g.OTHER_PREFILTER,
     ),
     _p(
         "cli_secret",
@@ -346,16 +352,32 @@ def _redact_tokens(run: re.Match[str]) -> str:
     return _tokens_re().sub(_token_marker, run.group())
 
 
+_PLAN = Passes(_PASSES)
+_TOKEN_STEP = next(i for i, p in enumerate(_PASSES) if p.kind == "webhook_url")
+
+
 def _redact_once(text: str) -> str:
+    """One round of every pass over `text`: a pass runs when its needles are in the case-folded
+    text and, for a pure-ASCII text, its prefilter finds a place in the lower-cased text."""
     lowered = text.casefold()
-    for pattern in _PASSES:
-        if pattern.may_match(lowered):
+    allowed = _PLAN.allowed(lowered)
+    ascii_text = text.isascii()
+    for index, pattern in enumerate(_PASSES):
+        if allowed >> index & 1 and not (
+            ascii_text and pattern.prefilter and not pattern.prefilter_regex.search(lowered)
+        ):
             text, count = pattern.regex.subn(pattern.replacement, text)
             if count:
                 lowered = text.casefold()
-        if pattern.kind == "webhook_url":  # the token table runs where its rows are listed
-            text = _TOKEN_RUN.sub(_redact_tokens, text)
-            lowered = text.casefold()
+                allowed = _PLAN.allowed(lowered)
+                ascii_text = text.isascii()
+        if index == _TOKEN_STEP:  # the token table runs where its rows are listed
+            tokens_out = _TOKEN_RUN.sub(_redact_tokens, text)
+            if tokens_out != text:
+                text = tokens_out
+                lowered = text.casefold()
+                allowed = _PLAN.allowed(lowered)
+                ascii_text = text.isascii()
     return text
 
 
