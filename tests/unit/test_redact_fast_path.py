@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minionsd.text import redact as r
+from minionsd.text import redact_tokens as t
 from minionsd.text.redact import redact
 from minionsd.text.secret_pattern import Passes
 from tests.conftest import REPO
@@ -37,8 +38,8 @@ def reference_once(text: str) -> str:
             text = pattern.regex.sub(pattern.template.replace("{marker}", pattern.marker), text)
             lowered = text.casefold()
         if pattern.kind == "webhook_url":
-            text = r._TOKEN_RUN.sub(
-                lambda run: r._tokens_re().sub(r._token_marker, run.group()), text)
+            text = t.TOKEN_RUN.sub(
+                lambda run: t.tokens_re().sub(t.token_marker, run.group()), text)
             lowered = text.casefold()
     return text
 
@@ -92,6 +93,12 @@ def test_fast_path_equals_reference_on_bench_records_and_tasks():
         for text in (task["title"], task["description"], *task["files"], task["pr"]["title"],
                      task["pr"]["branch"]):
             check(text)
+
+
+def test_token_scan_finds_a_token_wherever_the_table_does():
+    for text in CORPUS_TEXTS:
+        for run in t.TOKEN_RUN.findall(text):
+            assert bool(t.tokens_scan().search(run)) == bool(t.tokens_re().search(run)), run
 
 
 def test_needle_tree_tests_each_pattern_as_its_needles_do():
