@@ -329,13 +329,23 @@ _PLAN = Passes(_PASSES)
 _TOKEN_STEP = next(i for i, p in enumerate(_PASSES) if p.kind == "webhook_url")
 
 
+_TOKEN_BIT = 1 << _TOKEN_STEP
+
+
 def _redact_once(text: str) -> str:
     """One round of every pass over `text`: a pass runs when its needles are in the case-folded
-    text and, for a pure-ASCII text, its prefilter finds a place in the lower-cased text."""
+    text and, for a pure-ASCII text, its prefilter finds a place in the lower-cased text. Only
+    the passes let through are visited (the token table's step always is), in order."""
     lowered = text.casefold()
     allowed = _PLAN.allowed(lowered)
     ascii_text = text.isascii()
-    for index, pattern in enumerate(_PASSES):
+    index = -1
+    while True:
+        ahead = (allowed | _TOKEN_BIT) >> (index + 1)
+        if not ahead:
+            return text
+        index += (ahead & -ahead).bit_length()  # the next pass let through
+        pattern = _PASSES[index]
         if allowed >> index & 1 and not (
             ascii_text and pattern.prefilter and not pattern.prefilter_regex.search(lowered)
         ):
@@ -351,7 +361,6 @@ def _redact_once(text: str) -> str:
                 lowered = text.casefold()
                 allowed = _PLAN.allowed(lowered)
                 ascii_text = text.isascii()
-    return text
 
 
 def redact(text: str) -> str:
