@@ -73,17 +73,20 @@ class Passes:
     """An ordered set of patterns whose needles are tested together: `allowed(lowered)` is a
     bit mask with bit i set exactly when `patterns[i].may_match(lowered)`.
 
-    The needles form a tree: a needle sits under the longest other needle inside it
+    The needles form a tree: a needle sits under the longest other needle or guard inside it
     ("secret_key" under "secret"), a needle pair under its first string. A string is tested
     only when its parent was found, and a subtree is skipped when every pattern it could let
     through is let through already, so a text costs a few substring tests, not one per needle.
     """
 
-    def __init__(self, patterns: tuple[Pattern, ...]) -> None:
+    def __init__(self, patterns: tuple[Pattern, ...], guards: tuple[str, ...] = ()) -> None:
         self.patterns = patterns
         self.always = 0
         singles = {n for p in patterns for n in p.needles if isinstance(n, str)}
-        paths: dict[tuple[str, ...], int] = {}
+        # A guard is a string inside several needles, tested first so that a text without it
+        # skips them all; it lets no pattern through itself.
+        paths: dict[tuple[str, ...], int] = {_chain(g, singles | set(guards)): 0 for g in guards}
+        singles |= set(guards)
         for index, pattern in enumerate(patterns):
             if not pattern.needles:
                 self.always |= 1 << index

@@ -101,14 +101,17 @@ def test_token_scan_finds_a_token_wherever_the_table_does():
             assert bool(t.tokens_scan().search(run)) == bool(t.tokens_re().search(run)), run
 
 
-def test_needle_tree_tests_each_pattern_as_its_needles_do():
-    plan = Passes(r._PASSES)
+@pytest.mark.parametrize("guards", [(), ("k", "-"), ("e", "key", "-p", "zz")])
+def test_needle_tree_tests_each_pattern_as_its_needles_do(guards):
+    plan = Passes(r._PASSES, guards)
     assert plan.always == r._PLAN.always
     for text in ("", "key", "secret_key", "mysql -p", "-p mysql", "sshpass", "pass:", "curl -u",
-                 "webhook.office.com", "pass", "x-amz-", ":", "<", "auth", "authorization"):
-        mask = plan.allowed(text)
+                 "webhook.office.com", "pass", "x-amz-", ":", "<", "auth", "authorization",
+                 "k", "-", "zz", "e", *CORPUS_TEXTS[:200]):
+        folded = text.casefold()
+        mask = plan.allowed(folded)
         assert [bool(mask >> i & 1) for i in range(len(r._PASSES))] == [
-            p.may_match(text) for p in r._PASSES]
+            p.may_match(folded) for p in r._PASSES]
 
 
 # Near-miss pieces: key words in several spellings, separators, closers, values, commands.
