@@ -74,9 +74,9 @@ class Passes:
     bit mask with bit i set exactly when `patterns[i].may_match(lowered)`.
 
     The needles form a tree: a needle sits under the longest other needle or guard inside it
-    ("secret_key" under "secret"), a needle pair under its first string. A string is tested
-    only when its parent was found, and a subtree is skipped when every pattern it could let
-    through is let through already, so a text costs a few substring tests, not one per needle.
+    ("secret_key" under "secret"), a needle pair's second string under its first. A string is
+    tested only when its parent was found, and a subtree is skipped when every pattern it could
+    let through is let through already, so a text costs a few substring tests, not one each.
     """
 
     def __init__(self, patterns: tuple[Pattern, ...], guards: tuple[str, ...] = ()) -> None:
@@ -91,7 +91,10 @@ class Passes:
             if not pattern.needles:
                 self.always |= 1 << index
             for needle in pattern.needles:
-                path = _chain(needle, singles) if isinstance(needle, str) else needle
+                if isinstance(needle, str):
+                    path = _chain(needle, singles)
+                else:
+                    path = (*_chain(needle[0], singles), *needle[1:])
                 paths[path] = paths.get(path, 0) | 1 << index
         trie: dict = {}
         for path, bits in paths.items():
