@@ -1,4 +1,7 @@
-"""A hook never blocks the user's prompt: a usage error in `minionsctl hook ...` exits 0 (Claude
+"""Option forms argparse accepts before the command word are understood also where minionsctl
+looks at the words itself (a usage error, found before the command line is parsed).
+
+A hook never blocks the user's prompt: a usage error in `minionsctl hook ...` exits 0 (Claude
 Code blocks the prompt on exit 2), also when the top-level options before `hook` take values,
 as in the remote form `connect --url` writes (`minionsctl --url URL --token-env VAR hook ...`),
 and when argparse's abbreviations of those options are used. Run as `python -m minionsd.cli`."""
@@ -50,3 +53,18 @@ def test_the_same_options_before_another_command_still_exit_2(before):
     hook."""
     assert ctl([*before, "status", "--bogus"]).returncode == 2
     assert ctl(["--url", "hook", "status", "--bogus"]).returncode == 2
+
+
+@pytest.mark.parametrize("flag", ["--json", "--jso", "--js", "--j"])
+def test_a_usage_error_is_json_with_any_spelling_of_json(flag):
+    """`--js` is --json to argparse: a usage error is then reported as the JSON error object
+    on stderr, as with --json spelled out."""
+    result = ctl([flag, "--home", "/nonexistent/minions-home", "status", "--bogus"])
+    assert result.returncode == 2 and result.stdout == ""
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "usage" and "--bogus" in error["detail"]
+
+
+def test_json_after_a_double_dash_is_not_the_option():
+    result = ctl(["--home", "/nonexistent/minions-home", "search", "--bogus", "--", "--js"])
+    assert result.returncode == 2 and result.stderr.startswith("usage:"), result.stderr
