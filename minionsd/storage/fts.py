@@ -281,6 +281,37 @@ def rows_by_seq(conn: sqlite3.Connection, columns: str,
         (json.dumps(seqs),)).fetchall()
 
 
+# --- reads for memory.search -------------------------------------------------------------------
+
+
+def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
+    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
+    counted to at most `cap`, in one statement."""
+    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+    binds: list[Any] = []
+    for phrase in phrases:
+        binds += [phrase, cap]
+    return list(plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
+                                           binds).fetchone())
+
+
+def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
+             seqs: list[int]) -> list[tuple[int, float]]:
+    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
+    `expression`, exactly as a search of every match ranks them.
+
+    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
+    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
+    matches once, and bm25 runs only for the rows that pass."""
+    if not seqs:
+        return []
+    return plain_cursor(conn).execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
+              AND +rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(seqs))).fetchall()
+
+
 # --- upkeep ----------------------------------------------------------------------------------
 
 

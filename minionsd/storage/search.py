@@ -1,0 +1,220 @@
+"""memory.search: the OR of a query's terms over memory_records, best first by FTS5's
+bm25(memory_fts, 4, 1, 2), then by id; `total` counts every match that passes the filters.
+
+The page is always the one the plain query gives (rank every match, sort, cut); it is found
+with less work when the query has a rare term (see :func:`_bounded_page`):
+
+FTS5's bm25 is a sum over the query's phrases, each phrase adding
+``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avglen))`` for a record that holds it (f: its
+column-weighted occurrences), which is always below ``idf * (k1 + 1)``; idf is
+``log((N - n + 0.5) / (n + 0.5))`` for a phrase held by n of the N records, and 1e-6 when that is
+not positive. So a phrase held by many records adds little, and at most a known amount. The
+rare phrases are ranked first, in FTS5 (few records hold them); when the k-th best of those
+partial scores beats everything the other phrases could add, no record that holds only common
+phrases can reach the page, and neither can a record whose partial score is that far below the
+k-th; the few records left are ranked by FTS5 with the whole query, so ranks and ties are
+exactly the plain query's. Otherwise the plain query runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams
+from minionsd.storage import fts
+from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
+from minionsd.storage.records import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.text import ftsquery
+
+MAX_SEARCH_LIMIT = 500
+WEIGHTS = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+# The bounded page ranks at most this many records holding the rare phrases (a share of the
+# index, and never fewer than the floor); beyond that the plain query is as cheap.
+RARE_SHARE = 0.1
+RARE_FLOOR = 2000
+# Relative slack for float rounding between FTS5's sums and the bounds computed here.
+SLACK = 1e-9
+
+
+def search(conn: sqlite3.Connection, params: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    query = params.get("query")
+    if not isinstance(query, str):
+        raise InvalidParams("'query' must be a string", param="query")
+    limit = params.get("limit", 20)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_SEARCH_LIMIT}",
+                            param="limit")
+    statuses = params.get("status") or ["active"]
+    if isinstance(statuses, str):
+        statuses = [statuses]
+    if not isinstance(statuses, list):
+        raise InvalidParams("'status' must be a list of statuses", param="status")
+    for status in statuses:
+        check_choice(status, "status", STATUSES)
+    phrases = ftsquery.search_phrases(query)
+    if not phrases:
+        return {"records": [], "total": 0}
+    where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
+    binds: dict[str, Any] = {"expr": " OR ".join(phrases), "now": iso(now), "limit": limit}
+    binds |= {f"s{i}": s for i, s in enumerate(statuses)}
+    if params.get("type") is not None:
+        binds["type"] = check_choice(params["type"], "type", TYPES)
+        where.append("r.type = :type")
+    if params.get("scope") is not None:
+        binds["scope"] = check_scope(params["scope"])
+        where.append("r.scope = :scope")
+    for column in ("project", "agent"):
+        if params.get(column) is not None:
+            binds[column] = opt_str(params, column, 200)
+            where.append(f"r.{column} = :{column}")
+    condition = " AND ".join(where)
+    only_active = statuses == ["active"] and len(where) == 1
+    ranked = _bounded_page(conn, phrases, binds, condition, limit)
+    if ranked is None and only_active:
+        ranked = _rank_active(conn, binds, limit)
+    # Rank first on the narrow join, then build rows and snippets for the page only: the
+    # snippet and the wide row are the expensive part when thousands of records match.
+    if ranked is None:
+        ranked = [(row[0], row[1]) for row in conn.execute(
+            f"""SELECT r.seq, memory_fts.rank
+                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
+                  AND {condition}
+                ORDER BY memory_fts.rank, r.id LIMIT :limit""", binds)]
+    total = _count_active(conn, binds) if only_active else conn.execute(
+        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
+    return {"records": _page_rows(conn, ranked, binds), "total": total}
+
+
+def _page_rows(conn: sqlite3.Connection, ranked: list[tuple[int, float]],
+               binds: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The wire records of the ranked (seq, rank) page, with their snippets, in page order."""
+    if not ranked:
+        return []
+    order = {seq: (rank, i) for i, (seq, rank) in enumerate(ranked)}
+    rows = conn.execute(
+        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr
+              AND memory_fts.rowid IN (SELECT value FROM json_each(:seqs))""",
+        {**binds, "seqs": json.dumps(list(order))}).fetchall()
+    rows.sort(key=lambda row: order[row["seq"]][1])
+    return [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
+                            "rank": order[row["seq"]][0]} for row in rows]
+
+
+# --- the bounded page ------------------------------------------------------------------------
+
+def phrase_bound(rows: int, holders: int) -> float:
+    """More than any one phrase can add to a record's bm25 score, for an index of at most
+    `rows` records of which at least `holders` hold the phrase (FTS5's idf, clamped to 1e-6
+    when not positive, times k1 + 1: the limit of f (k1 + 1) / (f + k1 D) as f grows)."""
+    idf = math.log((rows - holders + 0.5) / (holders + 0.5))
+    return max(idf, 1e-6) * (fts.BM25_K1 + 1.0)
+
+
+def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
+                  condition: str, limit: int) -> list[tuple[int, float]] | None:
+    """The page as (seq, rank), found from the records that hold the rarest phrases (module
+    docstring), or None when it cannot be told that way within the budget."""
+    if len(phrases) < 2:
+        return None
+    rows = fts.index_stats(conn).rows
+    # An index a little larger than counted only raises the bounds (idf grows with N).
+    rows_high = rows + max(10, rows // 1000)
+    holders = fts.phrase_counts(conn, phrases, rows_high // 2 + 1)
+    if max(holders) > rows_high:
+        return None  # the statistics are not the index's: rank the plain way
+    order = sorted(range(len(phrases)), key=lambda i: holders[i])
+    bounds = [phrase_bound(rows_high, holders[i]) for i in order]
+    budget = max(RARE_FLOOR, int(rows * RARE_SHARE))
+    for split in range(1, len(order)):
+        rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
+        if sum(holders[i] for i in order[:split]) > budget:
+            return None
+        rest = math.fsum(bounds[split:])
+        if math.fsum(bounds[:split]) <= rest:
+            continue  # even a record holding every rare phrase could be overtaken
+        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit)
+        if page is not None:
+            return page
+    return None
+
+
+def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
+                    binds: Mapping[str, Any], condition: str,
+                    limit: int) -> list[tuple[int, float]] | None:
+    """The page when the `limit`-th best score over the `rare` phrases alone, among records
+    that pass `condition`, is above `rest` (all the other phrases could add); else None."""
+    partial = conn.execute(
+        f"""SELECT r.seq, r.id, memory_fts.rank
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :rare AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
+              AND {condition}""", {**binds, "rare": rare}).fetchall()
+    if len(partial) < limit:
+        return None
+    scores = sorted((-row[2] for row in partial), reverse=True)
+    threshold = scores[limit - 1]
+    slack = SLACK * (abs(threshold) + rest + 1.0)
+    if threshold <= rest + slack:
+        return None
+    # Every record outside these scores below `threshold`, and at least `limit` records
+    # score at least that: the page is among them.
+    ids = {row[0]: row[1] for row in partial if -row[2] + rest + 2 * slack >= threshold}
+    ranks = fts.ranks_of(conn, binds["expr"], WEIGHTS, list(ids))
+    ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
+    return [(seq, rank) for rank, _, seq in ranked[:limit]]
+
+
+# --- the plain ways ----------------------------------------------------------------------------
+
+def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any],
+                 limit: int) -> list[tuple[int, float]] | None:
+    """The page of a search of active records by (rank, id), ranked in the FTS index alone:
+    the best few matches are taken from FTS5, then their records are looked up by key, instead
+    of joining every match with memory_records (half the cost when most records match). None
+    when that page cannot be told apart from what lies beyond the matches taken (too many
+    inactive ones among them, or a tie at the edge): the caller then ranks with the join."""
+    want = 2 * limit + 10
+    hits = conn.execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({WEIGHTS})'
+            ORDER BY rank LIMIT :want""", {**binds, "want": want}).fetchall()
+    if not hits:
+        return []
+    facts = {row[0]: (row[1], row[2]) for row in conn.execute(
+        f"""SELECT r.seq, r.id, {EFFECTIVE_STATUS} FROM memory_records r
+            WHERE r.seq IN (SELECT value FROM json_each(:seqs))""",
+        {"now": binds["now"], "seqs": json.dumps([hit[0] for hit in hits])})}
+    active = sorted((rank, facts[seq][0], seq) for seq, rank in hits
+                    if seq in facts and facts[seq][1] == "active")
+    # When more matches may follow, the page must end before them.
+    if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
+        return None
+    return [(seq, rank) for rank, _, seq in active[:limit]]
+
+
+def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
+    """Matches among active records: every match, minus the (few) inactive ones."""
+    matches = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :expr",
+                           binds).fetchone()[0]
+    inactive = conn.execute(
+        f"""SELECT count(*) FROM memory_records r INDEXED BY memory_records_maybe_inactive
+            WHERE (r.status != 'active' OR r.expires_at IS NOT NULL)
+              AND {EFFECTIVE_STATUS} != 'active'
+              AND r.seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH :expr)""",
+        binds).fetchone()[0]
+    return matches - inactive
+
+
+def _placeholders(values: Sequence[str]) -> str:
+    return ", ".join(f":s{i}" for i in range(len(values)))
