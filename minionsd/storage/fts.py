@@ -312,6 +312,46 @@ def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
         (expression, json.dumps(seqs))).fetchall()
 
 
+def scores(conn: sqlite3.Connection, expression: str,
+           weights: str) -> list[tuple[int, float]]:
+    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
+    return plain_cursor(conn).execute(
+        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
+        (expression,)).fetchall()
+
+
+def best(conn: sqlite3.Connection, expression: str, weights: str,
+         count: int) -> list[tuple[int, float]]:
+    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
+    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
+    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
+    return plain_cursor(conn).execute(
+        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
+            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
+
+
+def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
+                  lookups: int) -> int:
+    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
+    are looked up in the index one by one, more are told apart in the same pass that counts
+    (`+rowid`: a test on each match, not a lookup per value)."""
+    cur = plain_cursor(conn)
+    if len(excluded) > lookups:
+        return cur.execute(
+            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
+                   (SELECT value FROM json_each(?)))
+               FROM memory_fts WHERE memory_fts MATCH ?""",
+            (json.dumps(excluded), expression)).fetchone()[0]
+    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                          (expression,)).fetchone()[0]
+    if not excluded:
+        return matches
+    return matches - cur.execute(
+        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
+             AND rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(excluded))).fetchone()[0]
+
+
 # --- upkeep ----------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""memory_records: insert/upsert, reads with read-time expiry, search, lifecycle, counts.
+"""memory_records: insert/upsert, reads with read-time expiry, lifecycle, counts (search:
+search.py; rows as the wire shows them: record_rows.py).
 
 Every function takes a sqlite3 connection: writes receive the writer's connection inside its
 transaction, reads a read connection. A record whose `expires_at` has passed reads as
@@ -8,7 +9,6 @@ transaction, reads a read connection. A record whose `expires_at` has passed rea
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import sqlite3
 from collections.abc import Mapping
@@ -18,42 +18,26 @@ from typing import Any
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.storage import fts
+from minionsd.storage import search as searching
 from minionsd.storage.record_fields import (
     PIN_FLOOR,
     STATUSES,
     TYPES,  # noqa: F401 - re-exported beside STATUSES (the CLI's choices are checked on them)
 )
+from minionsd.storage.record_rows import (  # noqa: F401 - WIRE_KEYS, plain_snippet re-exported
+    EFFECTIVE_STATUS,
+    WIRE_KEYS,
+    plain_snippet,
+    to_wire,
+)
 from minionsd.text import ftsquery
 
 REASON_MAX = 1000  # characters of a retraction reason that are stored
-
-_JSON_COLUMNS = ("paths", "tags", "meta")
-_WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
-              "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
-              "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
-              "retracted_reason", "meta")
-WIRE_KEYS = _WIRE_KEYS  # the Record keys, in column order
-EFFECTIVE_STATUS = (
-    "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
-    "THEN 'expired' ELSE r.status END)"
-)
 
 
 def new_id(now: datetime) -> str:
     """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
     return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
-
-
-# --- rows ----------------------------------------------------------------------------------
-
-def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
-    record = {key: row[key] for key in _WIRE_KEYS}
-    for column in _JSON_COLUMNS:
-        record[column] = json.loads(record[column])
-    record["pinned"] = bool(record["pinned"])
-    if "eff_status" in row.keys():  # noqa: SIM118 - sqlite3.Row "in" tests values
-        record["status"] = row["eff_status"]
-    return record
 
 
 def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,14 +75,6 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
                "aux": aux, "counts": counts},
     )
     return record_id
-
-
-_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
-
-
-def plain_snippet(snippet: str | None) -> str | None:
-    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
-    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
 
 
 def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
@@ -159,8 +135,6 @@ def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[st
 def search(conn: sqlite3.Connection, params: Mapping[str, Any],
            now: datetime) -> dict[str, Any]:
     """memory.search (storage/search.py)."""
-    from minionsd.storage import search as searching  # it builds on this module
-
     return searching.search(conn, params, now)
 
 

@@ -29,15 +29,15 @@ from minionsd.clock import iso
 from minionsd.errors import InvalidParams
 from minionsd.storage import fts
 from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
-from minionsd.storage.records import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.storage.record_rows import EFFECTIVE_STATUS, plain_snippet, to_wire
 from minionsd.text import ftsquery
 
 MAX_SEARCH_LIMIT = 500
 WEIGHTS = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
-# The bounded page ranks at most this many records holding the rare phrases (a share of the
-# index, and never fewer than the floor); beyond that the plain query is as cheap.
-RARE_SHARE = 0.1
-RARE_FLOOR = 2000
+# The bounded page is tried when some phrase has at least CHEAP holders, and when it ranks
+# at most 1/SAVING as many records as the plain query would.
+CHEAP = 2000
+SAVING = 4
 # Relative slack for float rounding between FTS5's sums and the bounds computed here.
 SLACK = 1e-9
 
@@ -75,10 +75,13 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
             binds[column] = opt_str(params, column, 200)
             where.append(f"r.{column} = :{column}")
     condition = " AND ".join(where)
-    only_active = statuses == ["active"] and len(where) == 1
-    ranked = _bounded_page(conn, phrases, binds, condition, limit)
-    if ranked is None and only_active:
-        ranked = _rank_active(conn, binds, limit)
+    # A search of active records alone tells records apart by the (few) inactive ones instead
+    # of looking every match up in memory_records.
+    inactive = _inactive(conn, binds["now"]) if statuses == ["active"] and len(where) == 1 \
+        else None
+    ranked = _bounded_page(conn, phrases, binds, condition, limit, inactive)
+    if ranked is None and inactive is not None:
+        ranked = _rank_active(conn, binds, limit, inactive)
     # Rank first on the narrow join, then build rows and snippets for the page only: the
     # snippet and the wide row are the expensive part when thousands of records match.
     if ranked is None:
@@ -88,9 +91,10 @@ def search(conn: sqlite3.Connection, params: Mapping[str, Any],
                 WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
                   AND {condition}
                 ORDER BY memory_fts.rank, r.id LIMIT :limit""", binds)]
-    total = _count_active(conn, binds) if only_active else conn.execute(
-        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
+    total = _count_active(conn, binds["expr"], inactive) if inactive is not None \
+        else conn.execute(
+            f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
     return {"records": _page_rows(conn, ranked, binds), "total": total}
 
 
@@ -123,97 +127,121 @@ def phrase_bound(rows: int, holders: int) -> float:
 
 
 def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
-                  condition: str, limit: int) -> list[tuple[int, float]] | None:
+                  condition: str, limit: int,
+                  inactive: set[int] | None = None) -> list[tuple[int, float]] | None:
     """The page as (seq, rank), found from the records that hold the rarest phrases (module
-    docstring), or None when it cannot be told that way within the budget."""
+    docstring), or None when it cannot be told that way within the budget. `inactive`: the
+    records a search of active records leaves out (None: `condition` decides)."""
     if len(phrases) < 2:
+        return None
+    # Few matches in all: ranking them is as cheap as anything else.
+    holders = fts.phrase_counts(conn, phrases, CHEAP)
+    if max(holders) < CHEAP:
         return None
     rows = fts.index_stats(conn).rows
     # An index a little larger than counted only raises the bounds (idf grows with N).
     rows_high = rows + max(10, rows // 1000)
-    holders = fts.phrase_counts(conn, phrases, rows_high // 2 + 1)
+    many = [i for i, n in enumerate(holders) if n >= CHEAP]
+    for i, n in zip(many, fts.phrase_counts(conn, [phrases[i] for i in many],
+                                            max(CHEAP, rows_high // 2 + 1)), strict=True):
+        holders[i] = n
     if max(holders) > rows_high:
         return None  # the statistics are not the index's: rank the plain way
     order = sorted(range(len(phrases)), key=lambda i: holders[i])
     bounds = [phrase_bound(rows_high, holders[i]) for i in order]
-    budget = max(RARE_FLOOR, int(rows * RARE_SHARE))
+    # The plain query scores at least the largest phrase's records; this way must score
+    # far fewer (the rare phrases' records, then those near the page) to be worth it.
+    budget = max(holders) // SAVING
     for split in range(1, len(order)):
-        rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
-        if sum(holders[i] for i in order[:split]) > budget:
+        rare_holders = sum(holders[i] for i in order[:split])
+        if rare_holders > budget:
             return None
         rest = math.fsum(bounds[split:])
         if math.fsum(bounds[:split]) <= rest:
             continue  # even a record holding every rare phrase could be overtaken
-        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit)
+        rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
+        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
+                               inactive, budget)
         if page is not None:
             return page
     return None
 
 
 def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
-                    binds: Mapping[str, Any], condition: str,
-                    limit: int) -> list[tuple[int, float]] | None:
+                    binds: Mapping[str, Any], condition: str, limit: int,
+                    inactive: set[int] | None, most: int) -> list[tuple[int, float]] | None:
     """The page when the `limit`-th best score over the `rare` phrases alone, among records
-    that pass `condition`, is above `rest` (all the other phrases could add); else None."""
-    partial = conn.execute(
-        f"""SELECT r.seq, r.id, memory_fts.rank
-            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :rare AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
-              AND {condition}""", {**binds, "rare": rare}).fetchall()
-    if len(partial) < limit:
+    that pass `condition` (or are not `inactive`), is above `rest` (all the other phrases
+    could add), and at most `most` records come near enough to it to be ranked in full;
+    else None."""
+    if inactive is None:
+        scored = [(row[0], -row[1]) for row in conn.execute(
+            f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
+                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
+    else:
+        scored = [(seq, -rank) for seq, rank in fts.scores(conn, rare, WEIGHTS)
+                  if seq not in inactive]
+    if len(scored) < limit:
         return None
-    scores = sorted((-row[2] for row in partial), reverse=True)
+    scores = sorted((score for _, score in scored), reverse=True)
     threshold = scores[limit - 1]
     slack = SLACK * (abs(threshold) + rest + 1.0)
     if threshold <= rest + slack:
         return None
     # Every record outside these scores below `threshold`, and at least `limit` records
     # score at least that: the page is among them.
-    ids = {row[0]: row[1] for row in partial if -row[2] + rest + 2 * slack >= threshold}
-    ranks = fts.ranks_of(conn, binds["expr"], WEIGHTS, list(ids))
+    near = [seq for seq, score in scored if score + rest + 2 * slack >= threshold]
+    if len(near) > most:
+        return None
+    ids = dict(fts.rows_by_seq(conn, "seq, id", near))
+    ranks = fts.ranks_of(conn, binds["expr"], WEIGHTS, near)
     ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
     return [(seq, rank) for rank, _, seq in ranked[:limit]]
 
 
 # --- the plain ways ----------------------------------------------------------------------------
 
-def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any],
-                 limit: int) -> list[tuple[int, float]] | None:
+def _inactive(conn: sqlite3.Connection, now: str) -> set[int]:
+    """The records a search of active records leaves out: stored as not active, or active
+    with an expiry that has passed (few; read from two indexes alone)."""
+    return {row[0] for row in conn.execute(
+        """SELECT seq FROM memory_records INDEXED BY memory_records_status
+             WHERE status IN ('superseded', 'retracted', 'expired')
+           UNION ALL
+           SELECT seq FROM memory_records INDEXED BY memory_records_expiring
+             WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now""",
+        {"now": now})}
+
+
+def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
+                 inactive: set[int]) -> list[tuple[int, float]] | None:
     """The page of a search of active records by (rank, id), ranked in the FTS index alone:
-    the best few matches are taken from FTS5, then their records are looked up by key, instead
-    of joining every match with memory_records (half the cost when most records match). None
-    when that page cannot be told apart from what lies beyond the matches taken (too many
-    inactive ones among them, or a tie at the edge): the caller then ranks with the join."""
+    the best few matches are taken from FTS5, then the ids of the active ones are looked up,
+    instead of joining every match with memory_records (half the cost when most records
+    match). None when that page cannot be told apart from what lies beyond the matches
+    taken (too many inactive ones among them, or a tie at the edge): the caller then ranks
+    with the join."""
     want = 2 * limit + 10
-    hits = conn.execute(
-        f"""SELECT rowid, rank FROM memory_fts
-            WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({WEIGHTS})'
-            ORDER BY rank LIMIT :want""", {**binds, "want": want}).fetchall()
+    hits = fts.best(conn, binds["expr"], WEIGHTS, want)
     if not hits:
         return []
-    facts = {row[0]: (row[1], row[2]) for row in conn.execute(
-        f"""SELECT r.seq, r.id, {EFFECTIVE_STATUS} FROM memory_records r
-            WHERE r.seq IN (SELECT value FROM json_each(:seqs))""",
-        {"now": binds["now"], "seqs": json.dumps([hit[0] for hit in hits])})}
-    active = sorted((rank, facts[seq][0], seq) for seq, rank in hits
-                    if seq in facts and facts[seq][1] == "active")
+    ids = dict(fts.rows_by_seq(conn, "seq, id", [seq for seq, _ in hits if seq not in inactive]))
+    active = sorted((rank, ids[seq], seq) for seq, rank in hits if seq in ids)
     # When more matches may follow, the page must end before them.
     if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
         return None
     return [(seq, rank) for rank, _, seq in active[:limit]]
 
 
-def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
-    """Matches among active records: every match, minus the (few) inactive ones."""
-    matches = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :expr",
-                           binds).fetchone()[0]
-    inactive = conn.execute(
-        f"""SELECT count(*) FROM memory_records r INDEXED BY memory_records_maybe_inactive
-            WHERE (r.status != 'active' OR r.expires_at IS NOT NULL)
-              AND {EFFECTIVE_STATUS} != 'active'
-              AND r.seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH :expr)""",
-        binds).fetchone()[0]
-    return matches - inactive
+# Up to this many inactive records are looked up in the index one by one; more are told
+# apart in one pass over the matches.
+_LOOKUPS = 100
+
+
+def _count_active(conn: sqlite3.Connection, expression: str, inactive: set[int]) -> int:
+    """Matches among active records: every match, minus the inactive ones."""
+    return fts.count_matches(conn, expression, sorted(inactive), _LOOKUPS)
 
 
 def _placeholders(values: Sequence[str]) -> str:
