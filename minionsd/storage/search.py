@@ -222,16 +222,15 @@ def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
     match). None when that page cannot be told apart from what lies beyond the matches
     taken (too many inactive ones among them, or a tie at the edge): the caller then ranks
     with the join."""
-    want = 2 * limit + 10
-    hits = fts.best(conn, binds["expr"], WEIGHTS, want)
-    if not hits:
-        return []
-    ids = dict(fts.rows_by_seq(conn, "seq, id", [seq for seq, _ in hits if seq not in inactive]))
-    active = sorted((rank, ids[seq], seq) for seq, rank in hits if seq in ids)
-    # When more matches may follow, the page must end before them.
-    if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
-        return None
-    return [(seq, rank) for rank, _, seq in active[:limit]]
+    for want in (2 * limit + 10, 8 * limit + 100):
+        hits = fts.best(conn, binds["expr"], WEIGHTS, want)
+        ids = dict(fts.rows_by_seq(conn, "seq, id",
+                                   [seq for seq, _ in hits if seq not in inactive]))
+        active = sorted((rank, ids[seq], seq) for seq, rank in hits if seq in ids)
+        # When more matches may follow, the page must end before them.
+        if len(hits) < want or (len(active) >= limit and hits[-1][1] > active[limit - 1][0]):
+            return [(seq, rank) for rank, _, seq in active[:limit]]
+    return None
 
 
 # Up to this many inactive records are looked up in the index one by one; more are told
