@@ -1,0 +1,104 @@
+"""memory.search in-process on a kept database file, this checkout beside others, alternating.
+
+    .venv/bin/python scripts/bench_search.py DB [--code DIR ...] [--queries 600] [--rounds 3]
+
+DB is a state.db a bench run kept (`scripts/bench.py --only search --keep`, then
+<root>/r/engine/state.db); it is opened read-only. Each code directory (this checkout first,
+then every --code, e.g. /tmp/old with its own .venv) runs `records.search` in a child process
+of its own Python for one chunk of the bench's queries (scripts/bench_data.py, limit 20), then
+the next directory takes the same chunk, so every version sees the same minutes of a shared
+machine. Figures per version: CPU time per query (the child's thread CPU, steadier than wall
+on a busy machine) and wall time, p50/p90/p99/max, with the load average. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+CHILD = r"""
+import json, sys, time
+from datetime import UTC, datetime
+sys.path.insert(0, sys.argv[1])
+from minionsd.storage import records
+from minionsd.storage.database import connect
+conn = connect(sys.argv[2], readonly=True)
+queries = json.loads(sys.stdin.read())
+out = []
+for query in queries:
+    params = {"query": query, "type": None, "scope": None, "status": None, "project": None,
+              "agent": None, "limit": 20}
+    cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+    total = records.search(conn, params, datetime.now(UTC))["total"]
+    out.append((time.thread_time_ns() - cpu, time.perf_counter_ns() - wall, total))
+print(json.dumps(out))
+"""
+
+
+def python_of(code: Path) -> str:
+    venv = code / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def run_chunk(code: Path, db: Path, queries: list[str]) -> list[tuple[int, int, int]]:
+    result = subprocess.run([python_of(code), "-c", CHILD, str(code), str(db)],
+                            input=json.dumps(queries), capture_output=True, text=True,
+                            cwd=code, check=True)
+    return [tuple(row) for row in json.loads(result.stdout)]
+
+
+def pct(values: list[int], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))] / 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("db", type=Path)
+    parser.add_argument("--code", type=Path, action="append", default=[])
+    parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3, help="chunks per version")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    import bench_data
+
+    vocab = bench_data.Vocabulary(args.seed)
+    queries = bench_data.search_queries(vocab, args.seed, 200 + args.queries)[200:]
+    codes = [REPO, *(c.resolve() for c in args.code)]
+    # A warm-up chunk per version (page cache, statements), not counted.
+    for code in codes:
+        run_chunk(code, args.db, queries[:50])
+    results: dict[Path, list[tuple[int, int, int]]] = {code: [] for code in codes}
+    size = -(-len(queries) // args.rounds)
+    for start in range(0, len(queries), size):
+        for code in codes:
+            results[code] += run_chunk(code, args.db, queries[start:start + size])
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"memory.search in-process on {args.db} ({len(queries)} queries, limit 20, "
+          f"{args.rounds} alternating chunks; load average at end {load})")
+    print(f"   {'code':32} {'cpu p50':>8} {'p90':>7} {'p99':>7} {'max':>7} "
+          f"{'wall p50':>9} {'p90':>7} {'p99':>7}  (ms)")
+    totals = {code: [row[2] for row in rows] for code, rows in results.items()}
+    for code, rows in results.items():
+        cpu = [row[0] for row in rows]
+        wall = [row[1] for row in rows]
+        print(f"   {str(code)[-32:]:32} {pct(cpu, 50):8.2f} {pct(cpu, 90):7.2f} "
+              f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {pct(wall, 50):9.2f} "
+              f"{pct(wall, 90):7.2f} {pct(wall, 99):7.2f}")
+    first = totals[REPO]
+    for code, other in totals.items():
+        if other != first:
+            print(f"   ! totals differ from {code}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
