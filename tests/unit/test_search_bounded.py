@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.clock import iso
-from minionsd.storage import record_fields, records, search
+from minionsd.storage import fts, record_fields, records, search
 from minionsd.storage.database import migrate
 from minionsd.text import ftsquery
 from tests.search_reference import reference
@@ -155,3 +155,13 @@ def test_phrase_bound_holds_for_any_frequency_and_length(rows, share, freq, leng
     k1, b = 1.2, 0.75
     score = idf * (freq * (k1 + 1)) / (freq + k1 * (1 - b + b * length / avg))
     assert score < search.phrase_bound(rows, holders) or score == 0
+
+
+@pytest.mark.parametrize("query", ["alpha", "golf echo", "twin", "nothinghere", "bravo delta"])
+def test_inactive_matches_are_told_apart_alike_one_by_one_or_in_one_pass(conn, query):
+    expression = ftsquery.search_expression(query)
+    inactive = sorted(search._inactive(conn, iso(NOW)))
+    assert len(inactive) > 50
+    one_by_one = fts.count_matches(conn, expression, inactive, lookups=len(inactive))
+    one_pass = fts.count_matches(conn, expression, inactive, lookups=0)
+    assert one_by_one == one_pass == reference(conn, {"query": query}, NOW)["total"]
