@@ -5,8 +5,10 @@ Each code tree gets its own daemons (started with that tree's .venv python and s
 its own `minionsctl`; the client side, the data and the timing are this tree's, so only the
 daemon and CLI differ. Sections alternate old/new so drift in the machine's load hits both.
 Figures: bulk load (records/s and daemon CPU per record), `memory.search` p50/p99, start-up to
-the first answered `status`, peak RSS, state.db size and where its bytes go, consolidation
-(regex path, batches of 50), `minionsctl status` wall and CPU, and the mixed-client load.
+the first answered `status`, peak RSS, state.db size and where its bytes go, `memory.retrieve`
+p50/p99 for cycled tasks and tasks never asked at N records and at 10,000 (the load section's
+home), consolidation (regex path, batches of 50), change-to-searchable at the inbox threshold,
+`minionsctl status` wall and CPU, and the mixed-client load.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import bench_data
 from bench_common import Bench, BenchDaemon, pct, say
-from bench_consolidation import stage_and_land
+from bench_consolidation import stage_and_land, wait_batch
 from bench_load import run_load
 from bench_records import load_records, wait_for_index
 
@@ -88,6 +90,31 @@ def search_latency(daemon: BenchDaemon, queries: list[str]) -> tuple[float, floa
     return pct(times, 50), pct(times, 99)
 
 
+def retrieval_latency(bench: Bench, daemon: BenchDaemon, label: str,
+                      samples: int = 200) -> dict[str, float]:
+    """memory.retrieve p50/p99 ms: 20 tasks cycled (after one warm-up round), then `samples`
+    // 2 tasks never asked before (nothing about them cached)."""
+    seed = bench.args.seed
+    cycled = bench_data.tasks(bench.vocab, seed, 20)
+    fresh = bench_data.tasks(bench.vocab, seed + 1000, max(20, samples // 2))
+
+    def timed(client: Client, spec: tuple[dict[str, Any], str, str]) -> float:
+        task, project, agent = spec
+        began = time.perf_counter()
+        client.call("memory.retrieve", {"task": task, "project": project, "agent": agent})
+        return (time.perf_counter() - began) * 1000
+
+    with daemon.client() as client:
+        for spec in cycled:
+            timed(client, spec)
+        warm = [timed(client, cycled[i % len(cycled)]) for i in range(samples)]
+        cold = [timed(client, spec) for spec in fresh]
+    return {f"retrieve cycled p50 ms ({label})": pct(warm, 50),
+            f"retrieve cycled p99 ms ({label})": pct(warm, 99),
+            f"retrieve never asked p50 ms ({label})": pct(cold, 50),
+            f"retrieve never asked p99 ms ({label})": pct(cold, 99)}
+
+
 def startup_ms(daemon: BenchDaemon) -> float:
     """Stop the daemon, start it again on the same home, time until `status` answers."""
     daemon.stop()
@@ -119,6 +146,7 @@ def records_figures(bench: Bench, code: Path, tag: str, records: int,
         "bulk load errors": errors,
         "memory.search p50 ms": p50, "memory.search p99 ms": p99,
     }
+    figures |= retrieval_latency(bench, daemon, f"{records // 1000}k")
     rss = daemon.memory()["VmHWM"]
     figures["daemon peak RSS MB"] = int(rss.split()[0]) / 1024 if rss != "?" else float("nan")
     figures["start-up to first status ms"] = startup_ms(daemon)
@@ -150,17 +178,49 @@ def consolidation_figures(bench: Bench, code: Path, tag: str, notes: int) -> dic
             done += result["notes"]
     elapsed = time.perf_counter() - began
     daemon.stop()
-    return {"consolidation notes/s (batches of 50)": done / elapsed}
+    return {"consolidation notes/s (batches of 50)": done / elapsed,
+            "change-to-searchable p50 ms (threshold)": searchable_ms(bench, code, tag)}
+
+
+def searchable_ms(bench: Bench, code: Path, tag: str, rounds: int = 5) -> float:
+    """The threshold-th note lands (four already settled in the inbox) -> its batch archived
+    and a word only it holds found by memory.search: p50 ms over `rounds` (as section 4b)."""
+    daemon = new_daemon(bench, code, f"w-{tag}", {"engine": {"inbox_consolidate_threshold": 5}})
+    with daemon.client() as client:
+        settle_s = client.call("config.get", {"key": "engine.inbox_settle_ms"})["value"] / 1000
+        day = datetime.now(UTC)
+        index = 90_000
+        values = []
+        for round_no in range(rounds):
+            token = f"changeprobe{tag}{round_no}q{bench.args.seed}"
+            for k in range(5):
+                extra = f"Change probe marker {token}." if k == 4 else ""
+                name, text = bench_data.inbox_note(bench.vocab, bench.args.seed, index, day,
+                                                   extra_line=extra)
+                index += 1
+                if k == 4:
+                    time.sleep(settle_s + 0.6)
+                landed = stage_and_land(bench, daemon.home, name, text)
+            archived, searchable = wait_batch(daemon, client, name, token, landed, 30)
+            if archived is not None and searchable is not None:
+                values.append(max(archived, searchable) * 1000)
+            while client.call("status")["inbox"]["pending"]:
+                time.sleep(0.05)
+    daemon.stop()
+    return pct(values, 50) if values else float("nan")
 
 
 def load_figures(bench: Bench, code: Path, tag: str, records: int, clients: int,
                  calls: int) -> dict[str, Any]:
     daemon = new_daemon(bench, code, f"l-{tag}", {})
     load_records(daemon, bench.vocab, bench.args.seed, 0, records, bench.base_time)
+    wait_for_index(daemon)
+    retrieval = ({} if records >= bench.args.records  # the records section has this size's
+                 else retrieval_latency(bench, daemon, f"{records // 1000}k"))
     figures = run_load(str(daemon.socket), clients, calls, 4, bench.args.seed)
     daemon.stop()
     methods = figures["methods"]
-    return {f"{clients}-client load calls/s": figures["calls_per_s"],
+    return retrieval | {f"{clients}-client load calls/s": figures["calls_per_s"],
             f"{clients}-client load p99 ms (all)": methods["all"]["p99"],
             f"{clients}-client load status p99 ms": methods["status"]["p99"],
             f"{clients}-client load memory.add p50 ms": methods["memory.add"]["p50"]}

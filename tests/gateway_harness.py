@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +84,11 @@ class GatewayProcess:
                 raise AssertionError(f"gateway exited {self.proc.returncode}:\n{self.log()}")
             return self.healthy()
 
-        wait_for(up, timeout=timeout, interval=0.05, what="the gateway to answer /healthz")
+        try:
+            wait_for(up, timeout=timeout, interval=0.05, what="the gateway to answer /healthz")
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def log(self) -> str:
@@ -140,4 +148,30 @@ def gateway_with(daemon: DaemonProcess, scheme: str = "http", ca: str | None = N
             daemon.call("config.set", key=key, value=value)
 
 
-__all__ = ["GatewayProcess", "Path", "call_rpc", "free_port", "gateway_with", "make_token"]
+@contextmanager
+def daemon_and_gateway(prefix: str, prepare: Callable[[DaemonProcess], Any] | None = None
+                       ) -> Iterator[tuple[DaemonProcess, GatewayProcess]]:
+    """A fresh home with a daemon and a gateway in front of it (the gateway refuses to start
+    without a token, so a read token `boot` is made first); `prepare` runs on the daemon before
+    the gateway starts. Both processes and the home are gone afterwards, even when a start
+    fails."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    daemon: DaemonProcess | None = None
+    gateway: GatewayProcess | None = None
+    try:
+        daemon = DaemonProcess(root / "home").start()
+        if prepare is not None:
+            prepare(daemon)
+        make_token(daemon, "boot", "boot-bot", "read")
+        gateway = GatewayProcess(daemon).start()
+        yield daemon, gateway
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        if daemon is not None:
+            daemon.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+__all__ = ["GatewayProcess", "Path", "call_rpc", "daemon_and_gateway", "free_port", "gateway_with",
+           "make_token"]

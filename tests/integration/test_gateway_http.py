@@ -3,18 +3,22 @@ real daemon, every refusal path, identity that cannot be spoofed, /healthz, /met
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, DaemonProcess, wait_for
-from tests.gateway_harness import GatewayProcess, call_rpc, gateway_with, make_token
+from tests.gateway_harness import (
+    GatewayProcess,
+    call_rpc,
+    daemon_and_gateway,
+    gateway_with,
+    make_token,
+)
 
 
 class Env:
@@ -29,16 +33,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    root = Path(tempfile.mkdtemp(prefix="mg-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home").start()
-    make_token(daemon, "boot", "boot-bot", "read")  # the gateway refuses to start without one
-    gateway = GatewayProcess(daemon).start()
-    try:
+    with daemon_and_gateway("mg-") as (daemon, gateway):
         yield Env(daemon, gateway)
-    finally:
-        gateway.stop()
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def rpc(method: str, **params: object) -> dict[str, object]:

@@ -5,10 +5,7 @@ restarted behind a running gateway is served again without touching the gateway.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -16,23 +13,15 @@ import httpx2
 import pytest
 
 from tests.conftest import DaemonProcess, wait_for
-from tests.gateway_harness import GatewayProcess, call_rpc, make_token
+from tests.gateway_harness import GatewayProcess, call_rpc, daemon_and_gateway, make_token
 
 CLIENTS = 64
 
 
 @pytest.fixture
 def pair() -> Iterator[tuple[DaemonProcess, GatewayProcess]]:
-    root = Path(tempfile.mkdtemp(prefix="ml-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home").start()
-    make_token(daemon, "boot", "boot-bot", "read")
-    gateway = GatewayProcess(daemon).start()
-    try:
+    with daemon_and_gateway("ml-") as (daemon, gateway):
         yield daemon, gateway
-    finally:
-        gateway.stop()
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_64_concurrent_clients_get_answers_with_no_error(pair):

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from minionsd.agents import structured, tools
 from minionsd.text.fence import FENCE_NAME
 from tests.conftest import DaemonProcess
-from tests.gateway_harness import GatewayProcess, make_token
+from tests.gateway_harness import GatewayProcess, daemon_and_gateway, make_token
 
 READ_TOOLS = ["memory_context", "memory_search", "memory_get", "knowledge_list",
               "knowledge_get"]
@@ -43,16 +40,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    root = Path(tempfile.mkdtemp(prefix="mq-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home").start()
-    make_token(daemon, "boot", "boot-bot", "read")
-    gateway = GatewayProcess(daemon).start()
-    try:
+    with daemon_and_gateway("mq-") as (daemon, gateway):
         yield Env(daemon, gateway)
-    finally:
-        gateway.stop()
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @asynccontextmanager

@@ -11,7 +11,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,13 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO, DaemonProcess
-from tests.gateway_harness import GatewayProcess, free_port, gateway_with, make_token
+from tests.gateway_harness import (
+    GatewayProcess,
+    daemon_and_gateway,
+    free_port,
+    gateway_with,
+    make_token,
+)
 from tests.integration.test_connect import CLAUDE_JSON, CLAUDE_SETTINGS, CODEX_TOML, CURSOR_JSON
 
 
@@ -42,16 +47,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    root = Path(tempfile.mkdtemp(prefix="mr-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home").start()
-    make_token(daemon, "boot", "boot-bot", "read")
-    gateway = GatewayProcess(daemon).start()
-    try:
+    with daemon_and_gateway("mr-") as (daemon, gateway):
         yield Env(daemon, gateway)
-    finally:
-        gateway.stop()
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def ctl(*args: str, cwd: Path = REPO, stdin: str | None = None,

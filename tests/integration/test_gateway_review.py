@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import http.client
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from minionsd.rpc.client import RpcError
 from tests.conftest import DaemonProcess
-from tests.gateway_harness import GatewayProcess, call_rpc, gateway_with, make_token
+from tests.gateway_harness import (
+    GatewayProcess,
+    call_rpc,
+    daemon_and_gateway,
+    gateway_with,
+    make_token,
+)
 
 
 class Env:
@@ -26,19 +29,14 @@ class Env:
         self.write = make_token(daemon, "writer", "writer-bot", "write")
 
 
+def _episodic(daemon: DaemonProcess) -> None:
+    daemon.call("config.set", key="engine.memory_episodic_capture", value=True)
+
+
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    root = Path(tempfile.mkdtemp(prefix="mgr-", dir="/tmp"))
-    daemon = DaemonProcess(root / "home").start()
-    daemon.call("config.set", key="engine.memory_episodic_capture", value=True)
-    make_token(daemon, "boot", "boot-bot", "read")
-    gateway = GatewayProcess(daemon).start()
-    try:
+    with daemon_and_gateway("mgr-", prepare=_episodic) as (daemon, gateway):
         yield Env(daemon, gateway)
-    finally:
-        gateway.stop()
-        daemon.kill()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _raw(gateway: GatewayProcess, method: str, path: str, token: str | None = None,
