@@ -28,6 +28,7 @@ from typing import Any
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
 from minionsd.storage import fts
+from minionsd.storage.read_txn import snapshot
 from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
 from minionsd.storage.record_rows import EFFECTIVE_STATUS, plain_snippet, to_wire
 from minionsd.text import ftsquery
@@ -44,6 +45,14 @@ SLACK = 1e-9
 
 def search(conn: sqlite3.Connection, params: Mapping[str, Any],
            now: datetime) -> dict[str, Any]:
+    """memory.search's answer, every statement in one read transaction: the bounds, the
+    page, its rows and the total all see the same records."""
+    with snapshot(conn):
+        return _search(conn, params, now)
+
+
+def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
+            now: datetime) -> dict[str, Any]:
     query = params.get("query")
     if not isinstance(query, str):
         raise InvalidParams("'query' must be a string", param="query")

@@ -23,6 +23,7 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/records.py": "memory_records: insert, lifecycle, expiry, counts",
     "storage/search.py": "memory.search: the page (bounded by the rare terms, or plain), "
                          "its snippets and total",
+    "storage/read_txn.py": "one read transaction around several reads",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
                          "retrievals that selected a record, an agent's latest retrievals",
