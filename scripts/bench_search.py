@@ -1,6 +1,7 @@
 """memory.search in-process on a kept database file, this checkout beside others, alternating.
 
     .venv/bin/python scripts/bench_search.py DB [--code DIR ...] [--queries 600] [--rounds 3]
+                                             [--classes 5000]
 
 DB is a state.db a bench run kept (`scripts/bench.py --only search --keep`, then
 <root>/r/engine/state.db); it is opened read-only. Each code directory (this checkout first,
@@ -59,6 +60,68 @@ def pct(values: list[int], p: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * p // 100) - 1))] / 1e6
 
 
+CLASSES = r"""
+import json, sys, time
+from datetime import UTC, datetime
+sys.path.insert(0, sys.argv[1])
+from minionsd.storage import fts, search
+from minionsd.storage.database import connect
+conn = connect(sys.argv[2], readonly=True)
+cap = int(sys.argv[3])
+bounded = {}
+plain_bounded = search._bounded_page
+def spy(*args):
+    page = plain_bounded(*args)
+    bounded["used"] = page is not None
+    return page
+search._bounded_page = spy
+out = []
+for query in json.loads(sys.stdin.read()):
+    bounded.clear()
+    cpu = time.thread_time_ns()
+    search.search(conn, {"query": query, "limit": 20}, datetime.now(UTC))
+    cpu = time.thread_time_ns() - cpu
+    phrases = search.ftsquery.search_phrases(query)
+    few = not phrases or max(fts.phrase_counts(conn, phrases, search.CHEAP)) < search.CHEAP
+    kind = "few" if few else "bounded" if bounded.get("used") else "plain"
+    capped = 0
+    if kind == "plain":  # the same page ranked among the newest `cap` matches only
+        expression = " OR ".join(phrases)
+        capped = time.thread_time_ns()
+        conn.execute(f"SELECT rowid, s FROM (SELECT rowid, bm25(memory_fts, {search.WEIGHTS}) "
+                     "AS s FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC "
+                     "LIMIT ?) ORDER BY s LIMIT 50", (expression, cap)).fetchall()
+        conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                     (expression,)).fetchone()
+        capped = time.thread_time_ns() - capped
+    out.append((kind, cpu, capped))
+print(json.dumps(out))
+"""
+LABELS = {"few": "every term in fewer than CHEAP records", "bounded": "bounded page (rare "
+          "terms decide)", "plain": "plain: every match ranked"}
+
+
+def run_classes(db: Path, queries: list[str], cap: int) -> None:
+    """Where this checkout's time goes, by the way a query's page is found, and what ranking
+    only the newest `cap` matches (a contract change, measured only) would cost instead."""
+    result = subprocess.run([python_of(REPO), "-c", CLASSES, str(REPO), str(db), str(cap)],
+                            input=json.dumps(queries), capture_output=True, text=True,
+                            cwd=REPO, check=True)
+    rows = json.loads(result.stdout)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"   by kind of query (this checkout, CPU ms; load average {load}):")
+    for kind, label in LABELS.items():
+        cpu = [row[1] for row in rows if row[0] == kind]
+        if cpu:
+            print(f"   {label:42} {len(cpu):4} ({len(cpu) / len(rows):4.0%})  p50 "
+                  f"{pct(cpu, 50):6.1f}  p90 {pct(cpu, 90):6.1f}  p99 {pct(cpu, 99):6.1f}")
+    capped = [row[2] for row in rows if row[0] == "plain"]
+    if capped:
+        print(f"   {'plain, ranked among the newest ' + format(cap, ',') + ' + count':42} "
+              f"{len(capped):4}         p50 {pct(capped, 50):6.1f}  p90 {pct(capped, 90):6.1f}"
+              f"  p99 {pct(capped, 99):6.1f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("db", type=Path)
@@ -66,6 +129,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3, help="chunks per version")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--classes", type=int, metavar="CAP", default=0,
+                        help="also split this checkout's figures by how the page is found, "
+                        "and time ranking only the newest CAP matches of the plain ones")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     import bench_data
@@ -93,6 +159,8 @@ def main() -> int:
         print(f"   {str(code)[-32:]:32} {pct(cpu, 50):8.2f} {pct(cpu, 90):7.2f} "
               f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {pct(wall, 50):9.2f} "
               f"{pct(wall, 90):7.2f} {pct(wall, 99):7.2f}")
+    if args.classes:
+        run_classes(args.db, queries, args.classes)
     first = totals[REPO]
     for code, other in totals.items():
         if other != first:
