@@ -1,7 +1,7 @@
 """memory.search in-process on a kept database file, this checkout beside others, alternating.
 
     .venv/bin/python scripts/bench_search.py DB [--code DIR ...] [--queries 600] [--rounds 3]
-                                             [--classes 5000]
+                                             [--classes 5000] [--instructions 100]
 
 DB is a state.db a bench run kept (`scripts/bench.py --only search --keep`, then
 <root>/r/engine/state.db); it is opened read-only. Each code directory (this checkout first,
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,24 @@ def run_chunk(code: Path, db: Path, queries: list[str]) -> list[tuple[int, int, 
                             input=json.dumps(queries), capture_output=True, text=True,
                             cwd=code, check=True)
     return [tuple(row) for row in json.loads(result.stdout)]
+
+
+def instructions(code: Path, db: Path, queries: list[str]) -> float:
+    """CPU instructions per `records.search` for `code` under callgrind: the child runs once
+    with the first 20 queries (warm-up) and once with all of them; the difference over the
+    rest is the figure (PYTHONHASHSEED=0; barely moves with the machine's load)."""
+    def refs(chosen: list[str]) -> int:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+             python_of(code), "-c", CHILD, str(code), str(db)],
+            input=json.dumps(chosen), capture_output=True, text=True, cwd=code, check=True,
+            env=dict(os.environ, PYTHONHASHSEED="0"))
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no instruction count from valgrind:\n{done.stderr[-2000:]}")
+        return int(found.group(1).replace(",", ""))
+
+    return (refs(queries) - refs(queries[:20])) / max(1, len(queries) - 20)
 
 
 def pct(values: list[int], p: float) -> float:
@@ -129,6 +148,9 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3, help="chunks per version")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--instructions", type=int, metavar="N", default=0,
+                        help="only count CPU instructions per search under callgrind, over "
+                        "N queries after 20 warm-up ones, for every version (slow: ~50x)")
     parser.add_argument("--classes", type=int, metavar="CAP", default=0,
                         help="also split this checkout's figures by how the page is found, "
                         "and time ranking only the newest CAP matches of the plain ones")
@@ -139,6 +161,14 @@ def main() -> int:
     vocab = bench_data.Vocabulary(args.seed)
     queries = bench_data.search_queries(vocab, args.seed, 200 + args.queries)[200:]
     codes = [REPO, *(c.resolve() for c in args.code)]
+    if args.instructions:
+        chosen = queries[:20 + args.instructions]
+        print(f"memory.search in-process on {args.db}: CPU instructions per search under "
+              f"callgrind ({args.instructions} queries after 20 warm-up, limit 20)")
+        for code in codes:
+            print(f"   {str(code)[-32:]:32} {instructions(code, args.db, chosen) / 1e6:9.2f}M",
+                  flush=True)
+        return 0
     # A warm-up chunk per version (page cache, statements), not counted.
     for code in codes:
         run_chunk(code, args.db, queries[:50])
