@@ -9,7 +9,6 @@ module (with the entry points) that reads `os.environ`. Keys are dotted (`engine
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -138,6 +137,8 @@ def all_keys() -> list[str]:
 
 
 def _suggest(name: str, choices: list[str]) -> str:
+    import difflib  # only for a mistyped key: the daemon's start-up does not pay for it
+
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

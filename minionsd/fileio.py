@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from filelock import FileLock
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 LOCK_TIMEOUT_S = 10.0
 
@@ -94,6 +95,9 @@ def atomic_write_through(path: Path, text: str, mode: int = 0o600) -> None:
 
 def lock_for(path: Path) -> FileLock:
     """The permanent lock file guarding `path` (kept beside it, never deleted)."""
+    # Imported on first use: the daemon's start-up path locks nothing.
+    from filelock import FileLock
+
     return FileLock(str(path.with_name(f".{path.name}.lock")), timeout=LOCK_TIMEOUT_S)
 
 

@@ -3,6 +3,7 @@
     .venv/bin/python scripts/bench.py                   # full run: 100k records (~10 min)
     .venv/bin/python scripts/bench.py --records 10000 --queries 300   # a shorter run
     .venv/bin/python scripts/bench.py --quick --mcp --gateway   # every section, tiny
+    .venv/bin/python scripts/bench.py --only load --records 10000   # section 1 and RSS only
     .venv/bin/python scripts/bench.py --only search     # load + memory.search + RSS
     .venv/bin/python scripts/bench.py --only retrieval --gateway   # + the same over HTTP
     .venv/bin/python scripts/bench.py --only consolidation
@@ -12,6 +13,8 @@
     .venv/bin/python scripts/bench.py --only web --web-home /tmp/mb-x/w   # a kept home again
     .venv/bin/python scripts/bench.py --only mcp-start  # minionsctl mcp: start -> initialize
     .venv/bin/python scripts/bench.py --old /tmp/old    # one table: this code beside /tmp/old
+    .venv/bin/python scripts/bench.py --only cli --old /tmp/old --cli-home DIR  # minionsctl
+    .venv/bin/python scripts/bench.py --only startup --cli-home DIR   # start-up, profiled
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -145,8 +148,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--only", choices=("search", "consolidation", "retrieval",
-                                            "mcp-start", "web"))
+    parser.add_argument("--only", choices=("load", "search", "consolidation", "retrieval",
+                                            "mcp-start", "web", "cli", "startup"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
@@ -179,6 +182,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="print one table of every headline figure for this code and the "
                         "checkout DIR (with its own .venv), e.g. `git worktree add /tmp/old "
                         "main` (scripts/bench_compare.py); the other sections are skipped")
+    parser.add_argument("--cli-home", type=Path, metavar="DIR",
+                        help="--only cli/startup: a copy of this loaded home (a stopped "
+                        "daemon's) instead of loading --records records")
+    parser.add_argument("--cli-runs", type=int, default=15,
+                        help="--only cli/startup: calls (starts) per figure")
     parser.add_argument("--load-clients", type=int, default=64,
                         help="clients of the mixed load in the --old table")
     parser.add_argument("--load-calls", type=int, default=32_000,
@@ -201,11 +209,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupted)
     began = time.perf_counter()
     try:
-        if args.old is not None:
+        if args.only == "cli":
+            from bench_cli import run_cli
+
+            run_cli(bench, args.old.resolve() if args.old else None, REPO)
+        elif args.only == "startup":
+            from bench_startup import run_startup
+
+            run_startup(bench)
+        elif args.old is not None:
             from bench_compare import run_compare
 
             run_compare(bench, args.old.resolve(), REPO)
-        elif args.only in (None, "search", "retrieval"):
+        elif args.only in (None, "load", "search", "retrieval"):
             run_records(bench)
         if args.old is None and args.only in (None, "consolidation"):
             run_consolidation_throughput(bench)

@@ -230,6 +230,13 @@ def run_compare(bench: Bench, old: Path, new: Path) -> None:
     args = bench.args
     queries = bench_data.search_queries(bench.vocab, args.seed, 50 + args.queries)
     trees = {"old": old, "new": new}
+    # Like scripts/run: this tree's sources byte-compiled (start-up and minionsctl figures
+    # depend on it where PYTHONDONTWRITEBYTECODE is set); the old tree is measured as it is.
+    from bench_cli import compile_tree, has_bytecode
+
+    compile_tree(new)
+    for tag, code in trees.items():
+        say(f"   {tag} code {'with' if has_bytecode(code) else 'WITHOUT'} bytecode caches")
     results: dict[str, dict[str, Any]] = {"old": {}, "new": {}}
     sections = [
         ("records", lambda code, tag: records_figures(bench, code, tag, args.records, queries)),

@@ -133,6 +133,26 @@ def describe_dataset(daemon: BenchDaemon, total: int) -> None:
         conn.close()
 
 
+SINGLE_ADDS = 200
+
+
+def single_add_latency(daemon: BenchDaemon, vocab: bench_data.Vocabulary, seed: int,
+                       start: int, base: datetime, count: int = SINGLE_ADDS) -> None:
+    """memory.add one call at a time on one connection (each its own commit and disk sync):
+    what an agent's single write waits for, next to the bulk figures."""
+    times: list[int] = []
+    cpu_before = daemon.cpu_seconds()
+    with daemon.client() as client:
+        for params in bench_data.record_stream(vocab, seed, start, start + count, base):
+            t0 = time.perf_counter_ns()
+            client.call("memory.add", params)
+            times.append(time.perf_counter_ns() - t0)
+    cpu = (daemon.cpu_seconds() - cpu_before) / count
+    say(f"   single memory.add, one call at a time ({count}): p50 {ms(pct(times, 50)):.2f} ms, "
+        f"p99 {ms(pct(times, 99)):.2f} ms; daemon CPU {cpu * 1000:.2f} ms/call; "
+        f"load average {os.getloadavg()[0]:.2f}")
+
+
 # --- 2. search ------------------------------------------------------------------------------
 
 def search_params(query: str) -> dict[str, Any]:
@@ -253,8 +273,12 @@ def run_records(bench: Bench) -> None:
     say(f"\n== 1. load: {total:,} records via memory.add, JSON-RPC batches of <= {LOAD_BATCH} "
         f"(<= {LOAD_BATCH_BYTES // 1000} KB), pipelined on one connection")
     want_retrieval = args.only in (None, "retrieval")
-    checkpoints = sorted({n for n in RETRIEVAL_SIZES if n < total} | {total}) \
-        if want_retrieval else [total]
+    if want_retrieval:
+        checkpoints = sorted({n for n in RETRIEVAL_SIZES if n < total} | {total})
+    elif args.only == "load" and total >= 50_000:  # does a record cost more in a bigger table?
+        checkpoints = [total * k // 5 for k in range(1, 6)]
+    else:
+        checkpoints = [total]
     loaded = 0
     load_time = 0.0
     for checkpoint in checkpoints:
@@ -289,6 +313,8 @@ def run_records(bench: Bench) -> None:
     except sqlite3.Error as exc:
         say(f"   (where state.db's bytes go: unavailable, {exc})")
     describe_dataset(daemon, total)
+    if args.only == "load":  # the same daemon: one write among `total` records
+        single_add_latency(daemon, bench.vocab, args.seed + 1, 0, bench.base_time)
     if args.only in (None, "search"):
         bench_search(daemon, bench.vocab, args, total)
     memory = daemon.memory()

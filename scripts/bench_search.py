@@ -83,7 +83,7 @@ CLASSES = r"""
 import json, sys, time
 from datetime import UTC, datetime
 sys.path.insert(0, sys.argv[1])
-from minionsd.storage import fts, search
+from minionsd.storage import search
 from minionsd.storage.database import connect
 conn = connect(sys.argv[2], readonly=True)
 cap = int(sys.argv[3])
@@ -101,7 +101,7 @@ for query in json.loads(sys.stdin.read()):
     search.search(conn, {"query": query, "limit": 20}, datetime.now(UTC))
     cpu = time.thread_time_ns() - cpu
     phrases = search.ftsquery.search_phrases(query)
-    few = not phrases or max(fts.phrase_counts(conn, phrases, search.CHEAP)) < search.CHEAP
+    few = not phrases or max(search.phrase_counts(conn, phrases, search.CHEAP)) < search.CHEAP
     kind = "few" if few else "bounded" if bounded.get("used") else "plain"
     capped = 0
     if kind == "plain":  # the same page ranked among the newest `cap` matches only

@@ -343,6 +343,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         import eval_locomo
 
         raise SystemExit(f"--locomo: {args.locomo} does not exist. {eval_locomo.WHERE}")
+    if args.locomo is not None:  # a file it cannot read stops before the sets' minutes
+        import eval_locomo
+
+        eval_locomo.read_samples(args.locomo)
     sets = [] if args.no_sets else labelled_sets(args.data)
     side: dict[str, Rows] = {}
     for name, path in sets:

@@ -27,7 +27,6 @@ Beside it, in the same daemons, the same retrieval with the score cutoff off
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import zipfile
@@ -53,18 +52,30 @@ _MONTHS = {name: i for i, name in enumerate(
 # --- reading the data ------------------------------------------------------------------------
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    """Every conversation at `path` as {"sample_id", "conversation", "qa"}, in file order."""
+    """Every conversation at `path` as {"sample_id", "conversation", "qa"}, in file order;
+    a file that is not JSON (an empty or cut download) stops with a message naming it."""
     if path.is_dir():
         return [s for f in sorted(path.rglob("*.json"), key=_numeric_name)
-                for s in _samples(json.loads(f.read_text(encoding="utf-8")), f.stem)]
+                for s in _samples(_json(f.read_text(encoding="utf-8"), f), f.stem)]
     if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as archive:
-            names = sorted((n for n in archive.namelist() if n.endswith(".json")),
-                           key=lambda n: _numeric_name(Path(n)))
-            return [s for n in names
-                    for s in _samples(json.load(io.TextIOWrapper(archive.open(n), "utf-8")),
-                                      Path(n).stem)]
-    return _samples(json.loads(path.read_text(encoding="utf-8")), path.stem)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = sorted((n for n in archive.namelist() if n.endswith(".json")),
+                               key=lambda n: _numeric_name(Path(n)))
+                return [s for n in names for s in _samples(
+                    _json(archive.read(n).decode("utf-8"), path / n), Path(n).stem)]
+        except zipfile.BadZipFile as error:
+            raise SystemExit(f"--locomo: {path} is not a zip archive ({error}). {WHERE}") \
+                from None
+    return _samples(_json(path.read_text(encoding="utf-8"), path), path.stem)
+
+
+def _json(text: str, where: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        what = "is empty" if not text.strip() else f"is not JSON ({error})"
+        raise SystemExit(f"--locomo: {where} {what}. {WHERE}") from None
 
 
 def _numeric_name(path: Path) -> tuple[int, str]:

@@ -16,7 +16,6 @@ whole hook). Standard library and minionsd's client only: it runs on every promp
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import signal
 import sys
@@ -31,7 +30,7 @@ from minionsd.agents.session import (
     extract_section,
     standing_prompt,
 )
-from minionsd.text.fence import MEMORY_PREAMBLE
+from minionsd.text.fence_name import MEMORY_PREAMBLE
 
 SOCKET_TIMEOUT_S = 2.0
 HOOK_DEADLINE_S = 5
@@ -136,7 +135,7 @@ def run(tool: str, event: str, *, home: str | None, socket: str | None, agent: s
             session = Session.create(home, socket, resolve_agent(agent),
                                      resolve_project(project, cwd), timeout=SOCKET_TIMEOUT_S)
             if transport is not None:
-                session = dataclasses.replace(session, transport=transport, endpoint=endpoint)
+                session = session._replace(transport=transport, endpoint=endpoint)
             text = HANDLERS[event](session, payload)
     except (HookError, IdentityError) as exc:
         print(f"minionsctl hook {event}: {exc}", file=stderr)

@@ -18,12 +18,11 @@ from __future__ import annotations
 import os
 import socket as socketlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
-from minionsd.text.fence import FENCE_NAME, fence
+from minionsd.text.fence_name import FENCE_NAME
 
 CALL_TIMEOUT_S = 30.0
 # method, params -> result; raises RpcError, DaemonUnavailable, TimeoutError or OSError.
@@ -39,8 +38,11 @@ class ToolFailure(Exception):
         self.data = data or {}
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(NamedTuple):
+    """Immutable (`session._replace(transport=...)` for a changed copy). A named tuple rather
+    than a dataclass: the hooks import this on every prompt, and dataclasses (with inspect)
+    costs more to import than the rest of a hook together."""
+
     socket: Path
     home: Path | None
     agent: str
@@ -134,6 +136,8 @@ class Session:
         except RpcError as exc:
             # The daemon's detail may quote stored text (`already retracted (<reason>)`): it
             # is shown fenced, like any recalled text.
+            from minionsd.text.fence import fence  # the fence's tables: only when needed
+
             detail = fence(str(exc.detail or exc.message), f"daemon-error:{method}")
             raise ToolFailure(f"minionsd refused {method}:\n{detail}",
                               {"error": {"kind": "daemon_error", "method": method,

@@ -11,9 +11,11 @@ command table), fmt (plurals, tables, fields), common (what commands share), pro
 spinner of slow calls), and one module per noun: status, inbox, records (search, show and the
 record lifecycle), knowledge (kb, pinned), recall (retrieve, prompt), admin (config,
 maintenance, telemetry, backup), local (init, restore, service install), agents.
+
+Importing the package costs nothing beyond `main`'s own module: the names below that belong
+to other modules are looked up on first use.
 """
 
-from minionsd.cli.agents import add_agent_parsers, is_hook_invocation
 from minionsd.cli.common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -23,10 +25,25 @@ from minionsd.cli.common import (
     CommandError,
     UsageError,
 )
-from minionsd.cli.parser import COMMANDS, build_parser
-from minionsd.cli.progress import Progress
+from minionsd.cli.parser import build_parser
 from minionsd.cli.run import main
 
 __all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_UNREACHABLE",
            "EXIT_USAGE", "CommandError", "Progress", "UsageError", "add_agent_parsers",
            "build_parser", "is_hook_invocation", "main"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "COMMANDS":
+        from minionsd.cli.parser import all_commands
+
+        return all_commands()
+    if name in ("add_agent_parsers", "is_hook_invocation"):
+        from minionsd.cli import agents
+
+        return getattr(agents, name)
+    if name == "Progress":
+        from minionsd.cli.progress import Progress
+
+        return Progress
+    raise AttributeError(f"module 'minionsd.cli' has no attribute {name!r}")

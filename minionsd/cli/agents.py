@@ -146,8 +146,6 @@ def gateway_transport(args: argparse.Namespace, timeout: float) -> tuple[Any, st
 
 
 def run_mcp(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from minionsd.agents.project import IdentityError, resolve_agent, resolve_project
     from minionsd.agents.session import CALL_TIMEOUT_S, Session
 
@@ -159,7 +157,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         print(f"minionsctl mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if remote is not None:
-        session = dataclasses.replace(session, transport=remote[0], endpoint=remote[1])
+        session = session._replace(transport=remote[0], endpoint=remote[1])
     from minionsd.agents import mcp_server
 
     try:
@@ -195,8 +193,8 @@ def is_hook_invocation(argv: list[str]) -> bool:
     return False
 
 
-AGENT_RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp,
-                                                                  "hook": run_hook}
+# The commands that are not one call: run.py hands them the parsed arguments.
+RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": run_mcp, "hook": run_hook}
 
 
 def add_agent_parsers(add: Callable[..., argparse.ArgumentParser]) -> None:

@@ -3,26 +3,45 @@
 Each command module contributes its subparsers (`add_parsers`) and its `COMMANDS` entries
 (`"kb add"` -> run function); this module puts them together in the order `--help` lists
 them. `--json`, `--home` and `--socket` are accepted before or after the command word.
+
+A command runs on every prompt of an agent (the hooks), so the parser is built lazily:
+`parse` builds only the chosen command's subparser and imports only its module. Whenever the
+full parser could answer differently (help before the command word, a word it does not know,
+any usage error), the full parser is built and answers, so help and errors read exactly as
+they always have.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from types import ModuleType
 from typing import Any
 
-from minionsd.cli import (
-    admin,
-    agents,
-    gateway,
-    inbox,
-    knowledge,
-    local,
-    recall,
-    records,
-    status,
-    web,
-)
 from minionsd.cli.common import Command
+
+# The modules that build the parser, in --help order: local set-up, status, inbox, records,
+# curated memory, recall, administration, backup/restore/service, agents, gateway, web view.
+# Each entry: (module, its adder function, the top-level words that adder adds).
+ADDERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("local", "add_init_parser", ("init",)),
+    ("status", "add_parsers", ("status",)),
+    ("inbox", "add_parsers", ("note", "inbox", "consolidate")),
+    ("records", "add_parsers", ("search", "show", "pin", "retract", "supersede", "expire",
+                                "purge")),
+    ("knowledge", "add_parsers", ("kb", "pinned")),
+    ("recall", "add_parsers", ("retrieve", "prompt")),
+    ("admin", "add_parsers", ("config", "maintenance", "telemetry", "backup")),
+    ("local", "add_parsers", ("restore", "service")),
+    ("agents", "add_agent_parsers", ("mcp", "hook", "connect")),
+    ("gateway", "add_parsers", ("token", "serve")),
+    ("web", "add_parsers", ("web",)),
+)
+OWNER = {word: (module, adder) for module, adder, words in ADDERS for word in words}
+# Top-level options that take a value (the command word is the first word that is not one of
+# these options or its value).
+VALUE_OPTIONS = ("--home", "--socket", "--url", "--token-env")
+TOP_OPTIONS = (*VALUE_OPTIONS, "--json", "--help")
 
 
 class ParseError(Exception):
@@ -40,19 +59,53 @@ class Parser(argparse.ArgumentParser):
         raise ParseError(self, message)
 
 
-# In --help order: local set-up, status, inbox, records, curated memory, recall,
-# administration, backup/restore/service, agents.
-COMMANDS: dict[str, Command] = {
-    **local.COMMANDS, **status.COMMANDS, **inbox.COMMANDS, **records.COMMANDS,
-    **knowledge.COMMANDS, **recall.COMMANDS, **admin.COMMANDS, **agents.COMMANDS,
-    **gateway.COMMANDS, **web.COMMANDS,
-}
-_ADDERS = (local.add_init_parser, status.add_parsers, inbox.add_parsers, records.add_parsers,
-           knowledge.add_parsers, recall.add_parsers, admin.add_parsers, local.add_parsers,
-           agents.add_agent_parsers, gateway.add_parsers, web.add_parsers)
+class _Skipped:
+    """What `add` returns for a command the lazy parser does not build: it takes every
+    parser-building call (add_argument, add_subparsers, groups) and keeps nothing."""
+
+    def __getattr__(self, _name: str) -> Any:
+        return self._absorb
+
+    def _absorb(self, *_args: Any, **_kwargs: Any) -> _Skipped:
+        return self
 
 
-def build_parser() -> argparse.ArgumentParser:
+def module_of(word: str) -> ModuleType:
+    """The command module that owns a top-level command word."""
+    return importlib.import_module(f"minionsd.cli.{OWNER[word][0]}")
+
+
+def all_commands() -> dict[str, Command]:
+    """Every command's run function by its full name (`"kb add"`), in --help order."""
+    commands: dict[str, Command] = {}
+    for module, _adder, _words in ADDERS:
+        commands |= importlib.import_module(f"minionsd.cli.{module}").COMMANDS
+    return commands
+
+
+def command_word(words: list[str]) -> str | None:
+    """The command word argparse will see in `words`, when that is certain without the full
+    parser: None when help comes before it, when an option before it is unknown or
+    ambiguous, or when the word is not a command."""
+    items = iter(words)
+    for word in items:
+        if not word.startswith("-"):
+            return word if word in OWNER else None
+        name, has_value, _ = word.partition("=")
+        matches = [o for o in TOP_OPTIONS if o.startswith(name)] if name.startswith("--") \
+            else []
+        if name in TOP_OPTIONS:
+            matches = [name]
+        if len(matches) != 1 or matches[0] == "--help":
+            return None  # -h, --help, a short option, `--`, an unknown or ambiguous option
+        if matches[0] in VALUE_OPTIONS and not has_value and next(items, None) is None:
+            return None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """minionsctl's parser: every command, or with `only` just that top-level command (the
+    other commands' modules are not imported)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print the raw JSON-RPC result (errors as JSON on stderr)")
@@ -86,11 +139,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="environment variable holding the gateway token (default "
                              "MINIONS_TOKEN)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    skipped = _Skipped()
 
-    def add(name: str, help_text: str, parent: Any = sub) -> argparse.ArgumentParser:
+    def add(name: str, help_text: str, parent: Any = sub) -> Any:
+        if parent is skipped or (parent is sub and only is not None and name != only):
+            return skipped
         return parent.add_parser(name, help=help_text, description=help_text,
                                  parents=[common])
 
-    for adder in _ADDERS:
-        adder(add)
+    for module, adder, words in ADDERS:
+        if only is None or only in words:
+            getattr(importlib.import_module(f"minionsd.cli.{module}"), adder)(add)
     return parser
+
+
+def parse(words: list[str]) -> argparse.Namespace:
+    """The parsed command line. Raises ParseError (usage) and SystemExit (--help) exactly as
+    the full parser would: the lazy parser only answers when it succeeds."""
+    word = command_word(words)
+    if word is not None:
+        try:
+            return build_parser(only=word).parse_args(words)
+        except ParseError:
+            pass  # the full parser says it, in its own words
+    return build_parser().parse_args(words)

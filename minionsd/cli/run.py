@@ -15,7 +15,6 @@ import os
 import sys
 from typing import Any
 
-from minionsd.cli.agents import AGENT_RUNNERS, is_hook_invocation
 from minionsd.cli.common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -28,9 +27,7 @@ from minionsd.cli.common import (
     remote_of,
     socket_of,
 )
-from minionsd.cli.gateway import RUNNERS as GATEWAY_RUNNERS
-from minionsd.cli.parser import COMMANDS, ParseError, build_parser
-from minionsd.cli.progress import Progress
+from minionsd.cli.parser import ParseError, module_of, parse
 from minionsd.rpc.client import Client, DaemonUnavailable, GatewayRefused, RpcError
 
 CALL_TIMEOUT_S = 60.0
@@ -84,6 +81,8 @@ def where_of(client: Any) -> str:
 
 
 def _parse_failure(exc: ParseError, argv: list[str]) -> int:
+    from minionsd.cli.agents import is_hook_invocation
+
     if wants_json(argv) and not is_hook_invocation(argv):
         report(True, "", "usage", "usage error", exc.message)
         return EXIT_USAGE
@@ -95,18 +94,18 @@ def _parse_failure(exc: ParseError, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
     try:
-        args = parser.parse_args(words)
+        args = parse(words)
     except ParseError as exc:
         return _parse_failure(exc, words)
     except SystemExit as exc:  # --help
         return EXIT_USAGE if exc.code else EXIT_OK
     name = args.command + (f" {args.sub}" if getattr(args, "sub", None) else "")
-    if name in AGENT_RUNNERS:
-        return AGENT_RUNNERS[name](args)
-    if name in GATEWAY_RUNNERS:
-        return GATEWAY_RUNNERS[name](args)
+    # Only the chosen command's module is imported (parse did, to build its parser).
+    module = module_of(args.command)
+    runner = getattr(module, "RUNNERS", {}).get(name)
+    if runner is not None:  # commands that are not one call: mcp, hook, serve
+        return runner(args)
     slow = name in SLOW_COMMANDS
     as_json = args.json
     try:
@@ -119,11 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     def call(method: str, params: dict[str, Any]) -> Any:
         if not slow:
             return client.call(method, params)
+        from minionsd.cli.progress import Progress  # a thread: only for the slow commands
+
         with Progress(label):
             return client.call(method, params)
 
     try:
-        result, fmt = COMMANDS[name](args, call)
+        result, fmt = module.COMMANDS[name](args, call)
     except UsageError as exc:
         report(as_json, str(exc), "usage", "usage error", str(exc))
         return EXIT_USAGE

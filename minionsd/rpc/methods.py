@@ -6,7 +6,9 @@ writer for writes), shape the result. Parameter names are the public API (SPEC ย
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from minionsd.config import check_value, lookup_key
@@ -15,6 +17,7 @@ from minionsd.memory import purge
 from minionsd.memory.app import RESTART_KEYS, App
 from minionsd.rpc.protocol import Handler
 from minionsd.storage import record_fields, records
+from minionsd.storage.database import PREPARING_THREADS
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
 
@@ -40,16 +43,40 @@ def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return records.derive(scratch, fields)
 
 
-def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
-    """memory.add's fields, checked, redacted and tokenised, for each call; an error in one
-    call (InvalidParams, usually) becomes that call's outcome."""
+class _Batch:
+    """A batch's run of memory.add, prepared: each call's outcome so far (its fields, or the
+    exception that fails it), and the ids and rows text of those to write (records.batch_rows;
+    rows is None when they must be inserted one by one)."""
+
+    def __init__(self, outcomes: list[Any], ids: list[str], rows: str | None) -> None:
+        self.outcomes = outcomes
+        self.ids = ids
+        self.rows = rows
+
+    @staticmethod
+    def joined(parts: Sequence[_Batch]) -> _Batch:
+        """The parts of one batch, prepared apart, as one (rows: one JSON array)."""
+        if len(parts) == 1:
+            return parts[0]
+        texts = [part.rows for part in parts if part.ids]
+        rows = None if None in texts else "[" + ",".join(text[1:-1] for text in texts) + "]"
+        return _Batch([o for part in parts for o in part.outcomes],
+                      [i for part in parts for i in part.ids], rows)
+
+
+def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, Any]]],
+                   now: datetime) -> _Batch:
+    """memory.add's fields, checked, redacted and tokenised, for each call, and the rows the
+    writer stores in one statement; an error in one call (InvalidParams, usually) becomes that
+    call's outcome."""
     out: list[Any] = []
     for args, kwargs in calls:
         try:
             out.append(_prepare_new(scratch, _new_fields(*args, **kwargs)))
         except Exception as exc:  # this call's reply carries it
             out.append(exc)
-    return out
+    ids, rows = records.batch_rows([f for f in out if not isinstance(f, Exception)], now)
+    return _Batch(out, ids, rows)
 
 
 def _require_str(value: Any, name: str) -> str:
@@ -95,10 +122,23 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
     async def memory_add_many(calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """A batch's run of memory.add: checked and prepared together off the event loop, then
         committed together (SPEC ยง5); each call still succeeds or fails on its own."""
-        outcomes = await app.db.prepare(_prepare_calls, calls)
-        writable = [i for i, fields in enumerate(outcomes) if not isinstance(fields, Exception)]
         now = app.now()
-        written = await app.db.write_each(records.insert, [(outcomes[i], now) for i in writable])
+        cut = -(-len(calls) // PREPARING_THREADS)
+        parts = await asyncio.gather(*(app.db.prepare(_prepare_calls, calls[i:i + cut], now)
+                                       for i in range(0, len(calls), cut)))
+        batch = _Batch.joined(parts)
+        outcomes = batch.outcomes
+        writable = [i for i, fields in enumerate(outcomes) if not isinstance(fields, Exception)]
+        written: list[Any] = []
+        if batch.rows is not None and writable:
+            try:  # all in one statement; should it fail, one by one so each fails alone
+                await app.db.write_grouped(records.insert_batch, batch.rows)
+                written = batch.ids
+            except Exception:  # the writes below report each call's own error
+                written = []
+        if not written:
+            written = await app.db.write_each(records.insert,
+                                              [(outcomes[i], now) for i in writable])
         for index, outcome in zip(writable, written, strict=True):
             outcomes[index] = outcome if isinstance(outcome, BaseException) else {"id": outcome}
         return outcomes

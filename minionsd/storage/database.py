@@ -119,6 +119,11 @@ def answers(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
+# Threads that prepare writes: a batch of memory.add is cut in as many parts, so one part's
+# tokenising in SQLite (which lets go of the GIL) overlaps another's redaction in Python.
+PREPARING_THREADS = 2
+
+
 class Database:
     """Owns the writer thread/connection and hands out per-thread read connections."""
 
@@ -129,10 +134,12 @@ class Database:
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
         # One more reader for small keyed reads (status, health): never queued behind searches.
         self._light = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-light")
-        # Work that prepares a write off the writer (redaction, tokenising), with a private
-        # in-memory connection for FTS5's tokeniser: see prepare().
-        self._prep = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-prep")
-        self._scratch: sqlite3.Connection | None = None
+        # Work that prepares a write off the writer (redaction, tokenising), each thread with a
+        # private in-memory connection for FTS5's tokeniser: see prepare().
+        self._prep = ThreadPoolExecutor(max_workers=PREPARING_THREADS,
+                                        thread_name_prefix="db-prep")
+        self._scratch = threading.local()
+        self._scratches: list[sqlite3.Connection] = []
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
@@ -241,10 +248,13 @@ class Database:
         return await loop.run_in_executor(self._prep, self._prepare, fn, *args)
 
     def _prepare(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._scratch is None:  # only ever touched on the one preparing thread
-            self._scratch = sqlite3.connect(":memory:", isolation_level=None,
-                                            check_same_thread=False)
-        return fn(self._scratch, *args)
+        scratch = getattr(self._scratch, "conn", None)
+        if scratch is None:  # this preparing thread's own, closed with the database
+            scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._scratch.conn = scratch
+            with self._read_lock:
+                self._scratches.append(scratch)
+        return fn(scratch, *args)
 
     async def settled(self) -> None:
         """Wait until every write queued before this call has been committed (or failed)."""
@@ -299,8 +309,10 @@ class Database:
         self._light.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         self._prep.shutdown(wait=True, cancel_futures=True)
-        if self._scratch is not None:
-            self._scratch.close()
+        with self._read_lock:
+            for scratch in self._scratches:
+                scratch.close()
+            self._scratches.clear()
         # Readers first: only the last connection to close checkpoints the WAL into state.db
         # and deletes it, and a read-only connection cannot, so the writer must be last.
         with self._read_lock:

@@ -50,6 +50,8 @@ def _scratch(cur: sqlite3.Cursor) -> None:
                 f"fts5(title, body, aux, content='', tokenize='{TOKENIZER}')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_col USING "
                 f"fts5vocab(temp, {_COUNTS_TABLE}, 'col')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_row USING "
+                f"fts5vocab(temp, {_COUNTS_TABLE}, 'row')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE} USING "
                 f"fts5(w, tokenize='{TOKENIZER}')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE}_inst USING "
@@ -73,15 +75,33 @@ def _text(blob: bytes) -> str:
     return blob.decode("utf-8", errors="replace")
 
 
-_INTEGRAL_WEIGHTS = all(w == int(w) for w in BM25_WEIGHTS)
-# One row: the record's length and its "<stem> <weighted count>" lines, stems in the index's
-# (byte) order, built by SQLite rather than row by row in Python.
-_COUNTS_SQL = (
-    "SELECT sum(cnt), CAST(group_concat(CAST(term AS BLOB) || ' ' || w, char(10)) AS BLOB) "
-    "FROM (SELECT term, sum(cnt) AS cnt, "
-    f"sum(cnt * CASE col WHEN 'title' THEN {BM25_WEIGHTS[0]:g} WHEN 'body' THEN "
-    f"{BM25_WEIGHTS[1]:g} ELSE {BM25_WEIGHTS[2]:g} END) AS w "
-    f"FROM temp.{_COUNTS_TABLE}_col GROUP BY term ORDER BY term)")
+# Whole weights of at least 1 let FTS5 do the weighing: each column's text goes in repeated
+# as many times as its weight (joined by a newline, which no token spans), so the 'row'
+# vocabulary's count of a stem is already its weighted count, and a column's count divided
+# by its weight is its plain count (the row's length).
+_REPEATS: tuple[int, ...] | None = (
+    tuple(int(w) for w in BM25_WEIGHTS) if all(w == int(w) >= 1 for w in BM25_WEIGHTS)
+    else None)
+_COLUMNS = ("title", "body", "aux")
+# One statement: the length, and the "<stem> <weighted count>" lines in the index's (byte)
+# order, the order fts5vocab scans in (an ORDER BY term adds nothing but a subquery's cost);
+# built by SQLite, not row by row in Python.
+_WEIGHTED_SQL = (
+    "SELECT (SELECT sum(cnt / CASE col "
+    + " ".join(f"WHEN '{c}' THEN {r}" for c, r in zip(_COLUMNS, _REPEATS or (1, 1, 1),
+                                                      strict=True))
+    + f" END) FROM temp.{_COUNTS_TABLE}_col), "
+    "CAST(group_concat(CAST(term AS BLOB) || ' ' || cnt, char(10)) AS BLOB) "
+    f"FROM temp.{_COUNTS_TABLE}_row")
+_INSERT_SQL = f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) VALUES (1, ?, ?, ?)"
+
+
+def _tokenise(cur: sqlite3.Cursor, values: Sequence[str]) -> None:
+    try:
+        cur.execute(_INSERT_SQL, values)
+    except sqlite3.OperationalError:  # first use on this connection
+        _scratch(cur)
+        cur.execute(_INSERT_SQL, values)
 
 
 def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
@@ -95,27 +115,36 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
     """
     cur = plain_cursor(conn)
     values = tuple(scrub_surrogates(text or "") for text in (title, body, aux))
-    insert = f"INSERT INTO temp.{_COUNTS_TABLE} (rowid, title, body, aux) VALUES (1, ?, ?, ?)"
+    if _REPEATS is not None:
+        counted = _weighted_by_fts5(cur, values, _REPEATS)
+        if counted is not None:
+            return counted
+    _tokenise(cur, values)  # the plain text; weighed row by row in Python
     try:
-        cur.execute(insert, values)
-    except sqlite3.OperationalError:  # first use on this connection
-        _scratch(cur)
-        cur.execute(insert, values)
-    try:
-        if not _INTEGRAL_WEIGHTS:  # SQL would print 6.0 where the stored form has 6
-            return _format_counts(cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
-                                              f"FROM temp.{_COUNTS_TABLE}_col").fetchall())
-        length, lines = cur.execute(_COUNTS_SQL).fetchone()
-        if not lines:
-            return f"{COUNTS_FORMAT} {length or 0} 1\n"
-        try:
-            return f"{COUNTS_FORMAT} {length} 1\n{lines.decode('utf-8')}\n"
-        except UnicodeDecodeError:  # a stem cut inside a character: count in Python
-            rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
-                               f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
+        rows = cur.execute(f"SELECT CAST(term AS BLOB), col, cnt "
+                           f"FROM temp.{_COUNTS_TABLE}_col").fetchall()
     finally:
         _empty(cur, _COUNTS_TABLE)
     return _format_counts(rows)
+
+
+def _weighted_by_fts5(cur: sqlite3.Cursor, values: Sequence[str],
+                      repeats: Sequence[int]) -> str | None:
+    """term_counts with FTS5 doing the weighing (see _REPEATS); None when a stem is not
+    whole UTF-8 (FTS5 cut a huge token inside a character): the caller counts in Python."""
+    _tokenise(cur, ["\n".join([text] * times) if times > 1 and text else text
+                    for text, times in zip(values, repeats, strict=True)])
+    try:
+        length, lines = cur.execute(_WEIGHTED_SQL).fetchone()
+        length = length or 0
+    finally:
+        _empty(cur, _COUNTS_TABLE)
+    if not lines:
+        return f"{COUNTS_FORMAT} {length} 1\n"
+    try:
+        return f"{COUNTS_FORMAT} {length} 1\n{lines.decode('utf-8')}\n"
+    except UnicodeDecodeError:
+        return None
 
 
 def _format_counts(rows: list[tuple[bytes, str, int]]) -> str:
@@ -279,77 +308,6 @@ def rows_by_seq(conn: sqlite3.Connection, columns: str,
     return plain_cursor(conn).execute(
         f"SELECT {columns} FROM memory_records WHERE seq IN (SELECT value FROM json_each(?))",
         (json.dumps(seqs),)).fetchall()
-
-
-# --- reads for memory.search -------------------------------------------------------------------
-
-
-def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
-    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
-    counted to at most `cap`, in one statement."""
-    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
-    binds: list[Any] = []
-    for phrase in phrases:
-        binds += [phrase, cap]
-    return list(plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
-                                           binds).fetchone())
-
-
-def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
-             seqs: list[int]) -> list[tuple[int, float]]:
-    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
-    `expression`, exactly as a search of every match ranks them.
-
-    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
-    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
-    matches once, and bm25 runs only for the rows that pass."""
-    if not seqs:
-        return []
-    return plain_cursor(conn).execute(
-        f"""SELECT rowid, rank FROM memory_fts
-            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
-              AND +rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(seqs))).fetchall()
-
-
-def scores(conn: sqlite3.Connection, expression: str,
-           weights: str) -> list[tuple[int, float]]:
-    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
-    return plain_cursor(conn).execute(
-        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
-        (expression,)).fetchall()
-
-
-def best(conn: sqlite3.Connection, expression: str, weights: str,
-         count: int) -> list[tuple[int, float]]:
-    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
-    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
-    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
-    return plain_cursor(conn).execute(
-        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
-            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
-
-
-def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
-                  lookups: int) -> int:
-    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
-    are looked up in the index one by one, more are told apart in the same pass that counts
-    (`+rowid`: a test on each match, not a lookup per value)."""
-    cur = plain_cursor(conn)
-    if len(excluded) > lookups:
-        return cur.execute(
-            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
-                   (SELECT value FROM json_each(?)))
-               FROM memory_fts WHERE memory_fts MATCH ?""",
-            (json.dumps(excluded), expression)).fetchone()[0]
-    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                          (expression,)).fetchone()[0]
-    if not excluded:
-        return matches
-    return matches - cur.execute(
-        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
-             AND rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(excluded))).fetchone()[0]
 
 
 # --- upkeep ----------------------------------------------------------------------------------

@@ -1,39 +1,68 @@
-"""memory_records rows as the wire shows them: the Record keys, the status a read shows (a
-passed `expires_at` reads as `expired`), and search snippets without heading marks. Shared by
-records.py and search.py."""
+"""The row a new memory record is stored as: its public id, its column values, and the
+statements that insert one record or a whole batch (records.insert, memory.add's batches).
+
+A batch is stored by one INSERT … SELECT over a JSON text of its rows, built beside the
+writer: SQLite runs every row and its triggers in one call, so the writer thread neither steps
+row by row in Python nor waits for the GIL between rows.
+"""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+import secrets
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-_JSON_COLUMNS = ("paths", "tags", "meta")
-_WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
-              "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
-              "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
-              "retracted_reason", "meta")
-WIRE_KEYS = _WIRE_KEYS  # the Record keys, in column order
-EFFECTIVE_STATUS = (
-    "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
-    "THEN 'expired' ELSE r.status END)"
-)
+from minionsd.clock import iso
 
 
-def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
-    record = {key: row[key] for key in _WIRE_KEYS}
-    for column in _JSON_COLUMNS:
-        record[column] = json.loads(record[column])
-    record["pinned"] = bool(record["pinned"])
-    if "eff_status" in row.keys():  # noqa: SIM118 - sqlite3.Row "in" tests values
-        record["status"] = row["eff_status"]
-    return record
+def new_id(now: datetime) -> str:
+    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
+    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
 
 
-_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
+# The columns a new record is stored with, in the order of row()'s values; status 'active'
+# and pinned 0 are written as constants.
+INSERT_COLUMNS = ("id", "type", "scope", "trust", "title", "body", "source", "author",
+                  "project", "agent", "task", "pr", "paths", "tags", "importance",
+                  "confidence", "created_at", "updated_at", "expires_at", "meta",
+                  "content_hash", "search_aux", "term_counts")
+INSERT_INTO = (f"INSERT INTO memory_records ({', '.join(INSERT_COLUMNS)}, status, pinned) ")
+INSERT_ONE = INSERT_INTO + f"VALUES ({', '.join('?' * len(INSERT_COLUMNS))}, 'active', 0)"
+# Many records in one statement (see the module docstring).
+INSERT_FROM_JSON = (INSERT_INTO + "SELECT "
+                    + ", ".join(f"value ->> {i}" for i in range(len(INSERT_COLUMNS)))
+                    + ", 'active', 0 FROM json_each(?)")
 
 
-def plain_snippet(snippet: str | None) -> str | None:
-    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
-    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
+def row(fields: Mapping[str, Any], record_id: str, stamp: str,
+        content_hash: str | None) -> list[Any]:
+    """The values of INSERT_COLUMNS for a record whose derived columns are in `fields`."""
+    return [record_id, fields["type"], fields["scope"], fields["trust"], fields["title"],
+            fields["body"], fields["source"], fields["author"], fields["project"],
+            fields["agent"], fields["task"], fields["pr"], json.dumps(fields["paths"]),
+            json.dumps(fields["tags"]), fields["importance"], fields["confidence"],
+            fields.get("created_at") or stamp, stamp, fields["expires_at"],
+            json.dumps(fields["meta"]), content_hash, fields["search_aux"],
+            fields["term_counts"]]
+
+
+def batch_rows(prepared: Sequence[Mapping[str, Any]],
+               now: datetime) -> tuple[list[str], str | None]:
+    """The new ids of `prepared` (records.derive()'s output) and the one text insert_batch() stores
+    them from; built beside the writer. The text is None when a value cannot go through it
+    (SQLite's JSON functions end a string at an escaped NUL): records.insert() them one by one."""
+    stamp = iso(now)
+    ids = [new_id(now) for _ in prepared]
+    text = json.dumps([row(fields, record_id, stamp, None)
+                       for fields, record_id in zip(prepared, ids, strict=True)],
+                      ensure_ascii=False, separators=(",", ":"))
+    return ids, (None if "\\u0000" in text else text)
+
+
+def insert_batch(conn: sqlite3.Connection, rows: str) -> int:
+    """Insert the records batch_rows() encoded in `rows`, in their order, in one statement
+    (all or none); returns how many."""
+    return conn.execute(INSERT_FROM_JSON, (rows,)).rowcount

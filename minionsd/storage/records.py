@@ -1,5 +1,5 @@
 """memory_records: insert/upsert, reads with read-time expiry, lifecycle, counts (search:
-search.py; rows as the wire shows them: record_rows.py).
+search.py; rows as the wire shows them: record_wire.py).
 
 Every function takes a sqlite3 connection: writes receive the writer's connection inside its
 transaction, reads a read connection. A record whose `expires_at` has passed reads as
@@ -9,7 +9,6 @@ transaction, reads a read connection. A record whose `expires_at` has passed rea
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
@@ -17,14 +16,14 @@ from typing import Any
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.storage import fts
+from minionsd.storage import fts, record_rows
 from minionsd.storage import search as searching
 from minionsd.storage.record_fields import (
     PIN_FLOOR,
     STATUSES,
     TYPES,  # noqa: F401 - re-exported beside STATUSES (the CLI's choices are checked on them)
 )
-from minionsd.storage.record_rows import (  # noqa: F401 - WIRE_KEYS, plain_snippet re-exported
+from minionsd.storage.record_wire import (  # noqa: F401 - WIRE_KEYS, plain_snippet re-exported
     EFFECTIVE_STATUS,
     WIRE_KEYS,
     plain_snippet,
@@ -33,11 +32,6 @@ from minionsd.storage.record_rows import (  # noqa: F401 - WIRE_KEYS, plain_snip
 from minionsd.text import ftsquery
 
 REASON_MAX = 1000  # characters of a retraction reason that are stored
-
-
-def new_id(now: datetime) -> str:
-    """Time-ordered, collision-resistant public id: M-<ms hex>-<random hex>."""
-    return f"M-{int(now.timestamp() * 1000):011x}{secrets.token_hex(6)}"
 
 
 def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -50,30 +44,20 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
             "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
 
 
+new_id = record_rows.new_id
+batch_rows = record_rows.batch_rows
+insert_batch = record_rows.insert_batch
+
+
 def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
            content_hash: str | None = None) -> str:
     """Insert a new active record; its derived columns come from derive() when `fields` has
     them, else they are computed here."""
     record_id = new_id(now)
-    stamp = iso(now)
-    row = dict(fields)
-    created = row.pop("created_at", None) or stamp
-    if "search_aux" not in row:
-        row = derive(conn, row)
-    aux, counts = row.pop("search_aux"), row.pop("term_counts")
-    conn.execute(
-        """INSERT INTO memory_records (id, type, scope, status, trust, title, body, source,
-               author, project, agent, task, pr, paths, tags, importance, confidence, pinned,
-               created_at, updated_at, expires_at, meta, content_hash, search_aux,
-               term_counts)
-           VALUES (:id, :type, :scope, 'active', :trust, :title, :body, :source, :author,
-               :project, :agent, :task, :pr, :paths, :tags, :importance, :confidence, 0,
-               :created_at, :updated_at, :expires_at, :meta, :content_hash, :aux, :counts)""",
-        row | {"id": record_id, "paths": json.dumps(row["paths"]),
-               "tags": json.dumps(row["tags"]), "meta": json.dumps(row["meta"]),
-               "created_at": created, "updated_at": stamp, "content_hash": content_hash,
-               "aux": aux, "counts": counts},
-    )
+    if "search_aux" not in fields:
+        fields = derive(conn, fields)
+    conn.execute(record_rows.INSERT_ONE, record_rows.row(fields, record_id, iso(now),
+                                                         content_hash))
     return record_id
 
 

@@ -30,7 +30,7 @@ from minionsd.errors import InvalidParams
 from minionsd.storage import fts
 from minionsd.storage.read_txn import snapshot
 from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
-from minionsd.storage.record_rows import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
 from minionsd.text import ftsquery
 
 MAX_SEARCH_LIMIT = 500
@@ -144,14 +144,14 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
     if len(phrases) < 2:
         return None
     # Few matches in all: ranking them is as cheap as anything else.
-    holders = fts.phrase_counts(conn, phrases, CHEAP)
+    holders = phrase_counts(conn, phrases, CHEAP)
     if max(holders) < CHEAP:
         return None
     rows = fts.index_stats(conn).rows
     # An index a little larger than counted only raises the bounds (idf grows with N).
     rows_high = rows + max(10, rows // 1000)
     many = [i for i, n in enumerate(holders) if n >= CHEAP]
-    for i, n in zip(many, fts.phrase_counts(conn, [phrases[i] for i in many],
+    for i, n in zip(many, phrase_counts(conn, [phrases[i] for i in many],
                                             max(CHEAP, rows_high // 2 + 1)), strict=True):
         holders[i] = n
     if max(holders) > rows_high:
@@ -189,7 +189,7 @@ def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
                 FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
     else:
-        scored = [(seq, -rank) for seq, rank in fts.scores(conn, rare, WEIGHTS)
+        scored = [(seq, -rank) for seq, rank in bm25_scores(conn, rare, WEIGHTS)
                   if seq not in inactive]
     if len(scored) < limit:
         return None
@@ -204,7 +204,7 @@ def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
     if len(near) > most:
         return None
     ids = dict(fts.rows_by_seq(conn, "seq, id", near))
-    ranks = fts.ranks_of(conn, binds["expr"], WEIGHTS, near)
+    ranks = ranks_of(conn, binds["expr"], WEIGHTS, near)
     ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
     return [(seq, rank) for rank, _, seq in ranked[:limit]]
 
@@ -232,7 +232,7 @@ def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
     taken (too many inactive ones among them, or a tie at the edge): the caller then ranks
     with the join."""
     for want in (2 * limit + 10, 8 * limit + 100):
-        hits = fts.best(conn, binds["expr"], WEIGHTS, want)
+        hits = best(conn, binds["expr"], WEIGHTS, want)
         ids = dict(fts.rows_by_seq(conn, "seq, id",
                                    [seq for seq, _ in hits if seq not in inactive]))
         active = sorted((rank, ids[seq], seq) for seq, rank in hits if seq in ids)
@@ -249,7 +249,77 @@ _LOOKUPS = 100
 
 def _count_active(conn: sqlite3.Connection, expression: str, inactive: set[int]) -> int:
     """Matches among active records: every match, minus the inactive ones."""
-    return fts.count_matches(conn, expression, sorted(inactive), _LOOKUPS)
+    return count_matches(conn, expression, sorted(inactive), _LOOKUPS)
+
+
+# --- FTS5 reads ------------------------------------------------------------------------------
+
+def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
+    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
+    counted to at most `cap`, in one statement."""
+    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+    binds: list[Any] = []
+    for phrase in phrases:
+        binds += [phrase, cap]
+    return list(fts.plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
+                                           binds).fetchone())
+
+
+def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
+             seqs: list[int]) -> list[tuple[int, float]]:
+    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
+    `expression`, exactly as a search of every match ranks them.
+
+    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
+    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
+    matches once, and bm25 runs only for the rows that pass."""
+    if not seqs:
+        return []
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
+              AND +rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(seqs))).fetchall()
+
+
+def bm25_scores(conn: sqlite3.Connection, expression: str,
+           weights: str) -> list[tuple[int, float]]:
+    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
+    return fts.plain_cursor(conn).execute(
+        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
+        (expression,)).fetchall()
+
+
+def best(conn: sqlite3.Connection, expression: str, weights: str,
+         count: int) -> list[tuple[int, float]]:
+    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
+    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
+    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
+            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
+
+
+def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
+                  lookups: int) -> int:
+    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
+    are looked up in the index one by one, more are told apart in the same pass that counts
+    (`+rowid`: a test on each match, not a lookup per value)."""
+    cur = fts.plain_cursor(conn)
+    if len(excluded) > lookups:
+        return cur.execute(
+            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
+                   (SELECT value FROM json_each(?)))
+               FROM memory_fts WHERE memory_fts MATCH ?""",
+            (json.dumps(excluded), expression)).fetchone()[0]
+    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                          (expression,)).fetchone()[0]
+    if not excluded:
+        return matches
+    return matches - cur.execute(
+        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
+             AND rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(excluded))).fetchone()[0]
 
 
 def _placeholders(values: Sequence[str]) -> str:

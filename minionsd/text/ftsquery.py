@@ -100,11 +100,25 @@ def normalise_phrases(text: str) -> str:
     return text
 
 
+# Every place (overlapping ones too) where _MAYBE_PHRASE_RE matches: the candidate phrases.
+_MAYBE_PHRASE_AT_RE = re.compile(f"(?=({_MAYBE_PHRASE_RE.pattern}))")
+
+
 def phrase_forms(text: str) -> list[str]:
     """The one-word forms of the phrasal verbs that occur in `text`."""
-    if not _MAYBE_PHRASE_RE.search(text.lower()):
+    if not text.isascii():
+        # casefold, not lower: under IGNORECASE a long s or a Kelvin sign is an ASCII letter.
+        if not _MAYBE_PHRASE_RE.search(text.casefold()):
+            return []
+        return [word for pattern, word in _PHRASES if pattern.search(text)]
+    # ASCII: a phrase occurs exactly where a candidate is the whole of its match (a phrase
+    # and its candidate start at a word boundary and end at one), so the phrases are checked
+    # against the few candidates found in one pass instead of searching the text for each.
+    candidates = set(_MAYBE_PHRASE_AT_RE.findall(text.lower()))
+    if not candidates:
         return []
-    return [word for pattern, word in _PHRASES if pattern.search(text)]
+    return [word for pattern, word in _PHRASES
+            if any(pattern.fullmatch(candidate) for candidate in candidates)]
 
 
 def _camel_parts(token: str) -> list[str]:
@@ -135,13 +149,43 @@ def _compound_terms(compound: str) -> Iterator[str]:
         yield "".join(tokens).lower()
 
 
-def _rich_terms(text: str) -> Iterator[str]:
+# ASCII text split by str.translate: every character that is not part of a token (or of a
+# compound: tokens glued by '-' or '_') becomes a space. For ASCII, [^\W_] is [A-Za-z0-9].
+_ASCII_NOT_TOKEN = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+_ASCII_NOT_COMPOUND = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "-_")})
+
+
+def _rich_compounds(normalised: str) -> list[str]:
+    """The compounds _COMPOUND_RE finds in `normalised` (NFC) that can give more than their
+    own lower-cased tokens, each distinct one once, first seen first: glued by '-' or '_', or
+    with a camelCase hump (every hump has an upper-case letter after the first character, so
+    "word", "Word" and "2024" are left out). ASCII text is cut by str.translate instead (a
+    run of letters, digits, '-' and '_' holds exactly one compound once its '-'/'_' ends are
+    stripped), several times faster."""
+    if normalised.isascii():
+        runs = dict.fromkeys(normalised.translate(_ASCII_NOT_COMPOUND).split())
+        compounds = [run.strip("-_") for run in runs if not run.islower() or "-" in run
+                     or "_" in run]
+    else:
+        compounds = list(dict.fromkeys(_COMPOUND_RE.findall(normalised)))
+    return [c for c in compounds
+            if "_" in c or "-" in c or (c[1:] != c[1:].lower() and _HAS_HUMP_RE.search(c))]
+
+
+def _plain_tokens(normalised: str) -> Iterable[str]:
+    """The tokens of `normalised` (NFC), lower-cased."""
+    if normalised.isascii():
+        return normalised.lower().translate(_ASCII_NOT_TOKEN).split()
+    return [t.lower() for t in _TOKEN_RE.findall(normalised)]
+
+
+def _rich_terms(normalised: str) -> Iterator[str]:
     """code_terms(text) without most of its plain tokens: every term that is not one of the
-    text's own tokens (lower-cased) comes out, in the same order."""
-    for compound in _COMPOUND_RE.findall(unicodedata.normalize("NFC", text)):
-        # One lower-case token (most words) gives only itself; anything else is looked at.
-        if "_" in compound or "-" in compound or not compound.islower():
-            yield from _compound_terms(compound)
+    text's own tokens (lower-cased) comes out, in the same order (a repeated compound gives
+    nothing new, so it is looked at once). `normalised` is the text in NFC."""
+    for compound in _rich_compounds(normalised):
+        yield from _compound_terms(compound)
 
 
 def is_useful_term(term: str, stop_words: frozenset[str] = STOP_WORDS) -> bool:
@@ -201,12 +245,13 @@ def index_aux_text(
     tags = [str(t)[:_AUX_MAX_ITEM_CHARS] for t in list(tags)[:_AUX_MAX_TAGS]]
     texts = [t if isinstance(t, str) else "" for t in (title, body)]
     sources = [*paths, *tags, *texts]
+    normalised = [unicodedata.normalize("NFC", s) for s in sources]
     # Tokens FTS5 already gets from title, body and the verbatim paths and tags.
-    plain = {t.lower() for s in sources for t in _TOKEN_RE.findall(unicodedata.normalize("NFC", s))}
+    plain = {t for s in normalised for t in _plain_tokens(s)}
     extra: dict[str, None] = {}
-    for source in sources:
+    for source, nfc in zip(sources, normalised, strict=True):
         # Plain tokens are all in `plain`: only identifier forms and phrases can be new.
-        for term in (*_rich_terms(source), *phrase_forms(source)):
+        for term in (*_rich_terms(nfc), *phrase_forms(source)):
             if term not in plain and len(term) <= MAX_TERM_CHARS:
                 extra.setdefault(term)
         if len(extra) >= _AUX_MAX_EXTRA_TERMS:

@@ -77,6 +77,12 @@ def test_eval_locomo_reads_a_local_copy_and_reports_per_category(tmp_path: Path)
                               str(tmp_path / "absent.json")], cwd=REPO, capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode != 0 and "does not exist" in missing.stderr
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    done = subprocess.run([sys.executable, "scripts/eval.py", "--locomo", str(empty)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and f"{empty} is empty" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "== " not in done.stdout  # before the sets
 
 
 def _retrieved_terms(tmp_path: Path, without: list[str]) -> list[str]:

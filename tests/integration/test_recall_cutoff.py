@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from minionsd.text.fence import FENCE_NAME
 from tests.integration.test_recall import add, configure
 
 FILLER = [
@@ -77,6 +78,31 @@ def test_a_restated_fact_is_packed_once(make_daemon, short_home: Path) -> None:
     assert len({first, restated} & set(ids)) == 1, ids
     d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
     assert len({first, restated} & set(_selected(d, JOURNAL_TASK))) == 1
+
+
+def test_a_restatement_left_out_is_named_after_the_kept_record_inside_the_fence(
+        make_daemon, short_home: Path) -> None:
+    """The restatement not packed is named on an `also:` line at the end of the kept record,
+    inside the fence, and the reported bytes count the line."""
+    configure(short_home, "")
+    d = make_daemon()
+    first = add(d, JOURNAL, title="Double-entry invariant", scope="project:shop")
+    restated = add(d, "ledger/post.py rolls the batch back with error LEDGER_417 when a "
+                   "JournalEntry has debit and credit lines that differ: post_entry() "
+                   "rejects unbalanced entries.", title="Journal transactions must balance",
+                   scope="project:shop", trust="agent")
+    add(d, "Invoices are numbered per tenant.", scope="project:shop")
+    res = d.call("memory.retrieve", task=JOURNAL_TASK, project="shop")
+    kept, = [s["id"] for s in res["selected"] if s["id"] in (first, restated)]
+    other = restated if kept == first else first
+    text = res["text"]
+    item = text[text.index(f"[id={kept} "):]
+    item = item[:item.index("\n\n")] if "\n\n" in item else item
+    assert f"\nalso: {other}" in item
+    opening, closing = f"<{FENCE_NAME} ", f"</{FENCE_NAME}>"
+    assert text.index(opening) < text.index(f"also: {other}") < text.rindex(closing)
+    sizes = [s["bytes"] for s in res["selected"]]
+    assert res["bytes"] == sum(sizes) + 2 * (len(sizes) - 1)  # the line counts in its item
 
 
 def test_near_copies_that_differ_in_a_number_or_identifier_are_both_packed(

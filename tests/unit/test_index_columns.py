@@ -94,8 +94,49 @@ def test_search_aux_matches_its_definition(title, body, paths, tags):
         reference_aux(title, body, paths, tags)
 
 
+# Code-like text: words glued by '_', '-', '/', '.' or nothing, so compounds start and end
+# everywhere (the fast path picks compounds with one regular expression).
+GLUE = st.sampled_from(["", "_", "-", "__", "-_", " ", "/", ".", "\n", "é", "_ "])
+CODE_TEXT = st.lists(st.tuples(st.one_of(st.sampled_from(WORDS), st.text(max_size=6),
+                                         st.from_regex(r"[A-Za-z0-9]{1,8}", fullmatch=True)),
+                               GLUE), max_size=30).map(
+    lambda parts: "".join(word + glue for word, glue in parts))
+
+
+@settings(max_examples=500, deadline=None)
+@given(title=CODE_TEXT, body=CODE_TEXT, paths=st.lists(CODE_TEXT, max_size=2))
+def test_search_aux_of_glued_identifiers_matches_its_definition(title, body, paths):
+    assert ftsquery.index_aux_text(title, body, paths, []) == \
+        reference_aux(title, body, paths, [])
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=TEXT)
 def test_the_phrase_prefilter_never_hides_a_phrase(text):
     expected = [word for pattern, word in ftsquery._PHRASES if pattern.search(text)]
     assert ftsquery.phrase_forms(text) == expected
+
+
+PHRASE_WORDS = ["time", "timed", "timing out", "set", "sets", "setting", "up", "out", "in",
+                "back", "off", "roll", "rolled back off", "fall", "fell", "log", "logging",
+                "sign", "start", "look", "clean", "shut", "down", "Timed", "OUT",
+                "\u017fet", "\u212aeep"]
+PHRASE_TEXT = st.lists(st.tuples(st.sampled_from(PHRASE_WORDS),
+                                 st.sampled_from([" ", "  ", "\t", "_", "-", "", ".", "\n"])),
+                       max_size=12).map(lambda parts: "".join(w + g for w, g in parts))
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.one_of(PHRASE_TEXT, CODE_TEXT))
+def test_phrase_forms_of_dense_phrases_match_their_definition(text):
+    """Overlapping candidates ("rolled back off" holds two phrases) are all found."""
+    expected = [word for pattern, word in ftsquery._PHRASES if pattern.search(text)]
+    assert ftsquery.phrase_forms(text) == expected
+
+
+
+def test_phrase_forms_see_letters_that_fold_to_ascii():
+    """Under IGNORECASE a long s matches 's': the prefilter must not hide that phrase."""
+    text = "we \u017fet up the cache"
+    assert ftsquery.phrase_forms(text) == ["setup"]
+    assert "setup" in ftsquery.index_aux_text("", text, [], [])

@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # What code running inside an agent's session may import from minionsd: the client, the fence
 # and the foundation's errors, nothing that opens the database.
 AGENTS_MAY_IMPORT = ("minionsd.agents", "minionsd.client", "minionsd.rpc.client", "minionsd.fileio",
-                     "minionsd.text.fence", "minionsd.errors", "minionsd")
+                     "minionsd.text.fence", "minionsd.text.fence_name", "minionsd.errors",
+                     "minionsd")
 ONLY_AGENTS_IMPORT = ("mcp",)
 # The HTTP gateway is a client of the socket too: it may import agents/ (the shared tool
 # definitions), the client, text/ and the foundation, never storage/, memory/, service/ or

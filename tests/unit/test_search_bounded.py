@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.clock import iso
-from minionsd.storage import fts, record_fields, records, search
+from minionsd.storage import record_fields, records, search
 from minionsd.storage.database import migrate
 from minionsd.text import ftsquery
 from tests.search_reference import reference
@@ -162,6 +162,6 @@ def test_inactive_matches_are_told_apart_alike_one_by_one_or_in_one_pass(conn, q
     expression = ftsquery.search_expression(query)
     inactive = sorted(search._inactive(conn, iso(NOW)))
     assert len(inactive) > 50
-    one_by_one = fts.count_matches(conn, expression, inactive, lookups=len(inactive))
-    one_pass = fts.count_matches(conn, expression, inactive, lookups=0)
+    one_by_one = search.count_matches(conn, expression, inactive, lookups=len(inactive))
+    one_pass = search.count_matches(conn, expression, inactive, lookups=0)
     assert one_by_one == one_pass == reference(conn, {"query": query}, NOW)["total"]

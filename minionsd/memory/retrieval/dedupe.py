@@ -39,6 +39,7 @@ NEAR_DUPLICATE = 0.9  # share of the smaller body's shingles found in the larger
 SIZE_RATIO = 0.7  # the smaller body's shingles / the larger's, at least
 SHINGLE = 3  # words per shingle (the zip in _shingles is written for 3)
 RESTATEMENT = 0.5  # content words shared, of the larger body's, for a restatement
+ADMITTED = -1  # Distinct.check: the record says something new
 _WORD_RE = re.compile(r"\w+")
 
 
@@ -202,9 +203,21 @@ class Distinct:
         self.admitted: list[Comparable] = []
 
     def admit(self, item: Scored) -> bool:
+        return self.check(item) == ADMITTED
+
+    def _restated(self, seen: Comparable) -> int | None:
+        for position, other in enumerate(self.admitted):
+            if restates(seen, other):
+                return position
+        return None
+
+    def check(self, item: Scored) -> int | None:
+        """ADMITTED (-1) when `item` says something new, and then remembered; otherwise the
+        position (in admission order) of the admitted record it restates, or None for an
+        exact or near copy."""
         seen = _comparable(item.record, self.memos)
         if seen.text in self.seen_bodies:
-            return False
+            return None
         shingles = seen.shingles
         n = len(shingles)
         low = bisect.bisect_left(self.by_size, (math.ceil(SIZE_RATIO * n), -1))
@@ -213,10 +226,11 @@ class Distinct:
         # identifier or a path: then it is another fact.
         if any(len(shingles & other.shingles) >= NEAR_DUPLICATE * min(n, size)
                and seen.same_facts(other) for size, _order, other in self.by_size[low:high]):
-            return False
-        if any(restates(seen, other) for other in self.admitted):
-            return False
+            return None
+        position = self._restated(seen)
+        if position is not None:
+            return position
         self.admitted.append(seen)
         self.seen_bodies.add(seen.text)
         bisect.insort(self.by_size, (n, len(self.seen_bodies), seen))
-        return True
+        return ADMITTED

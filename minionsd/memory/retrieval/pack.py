@@ -2,7 +2,9 @@
 
 This module owns what an agent reads of each recalled record and how many fit. Pure functions.
 
-* Duplicates and restatements are left out while packing (:mod:`.dedupe`).
+* Duplicates and restatements are left out while packing (:mod:`.dedupe`); a restatement left
+  out is named on an ``also: M-…`` last line of the record kept for it (at most ``ALSO_MAX``
+  names, counted in that record's bytes and the budget).
 * :func:`render_item` gives each record a provenance line (id, type, scope, trust, date, source),
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
@@ -23,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from minionsd.memory.retrieval.dedupe import Distinct, dedupe
+from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
 from minionsd.memory.retrieval.rank import Scored
 
 if TYPE_CHECKING:
@@ -36,6 +38,10 @@ __all__ = ["Cutoff", "dedupe", "min_size", "pack", "render_fields", "render_item
 FOLLOW = 0.8
 LAST_FLOOR = 0.7
 ITEM_SEPARATOR = "\n\n"
+# A restatement left out is named on its kept record's last line, "also: M-…, M-…": at most
+# this many names a record (the pack's byte budget counts the line).
+ALSO_PREFIX = "\nalso: "
+ALSO_MAX = 3
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -193,6 +199,7 @@ def pack(
     """
     chosen: list[tuple[Scored, int]] = []
     parts: list[str] = []
+    also: dict[int, list[str]] = {}  # position in chosen -> restatements left out
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
     seen = Distinct(top_k, memos) if distinct else None
@@ -218,12 +225,35 @@ def pack(
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
             continue
-        if seen is not None and not seen.admit(item):
-            continue
+        if seen is not None:
+            verdict = seen.check(item)
+            if verdict != ADMITTED:
+                if verdict is not None:  # a restatement of a packed record: name it there
+                    used += _name_also(also, verdict, item, max_bytes - used)
+                continue
         chosen.append((item, size))
         cutoff.packed(item)
         parts.append(text)
         used += extra
         if full():
             break  # before the next item is read
+    for position, names in also.items():
+        line = ALSO_PREFIX + ", ".join(names)
+        parts[position] += line
+        item, size = chosen[position]
+        chosen[position] = (item, size + len(line.encode("utf-8")))
     return ITEM_SEPARATOR.join(parts), chosen
+
+
+def _name_also(also: dict[int, list[str]], position: int, item: Scored, room: int) -> int:
+    """Names `item` on the also line of the packed record at `position` when the line has a
+    place left and the bytes fit in `room`; returns the bytes it adds."""
+    names = also.get(position, [])
+    if len(names) >= ALSO_MAX:
+        return 0
+    name = _one_line(item.record.get("id"))
+    added = len((", " if names else ALSO_PREFIX).encode("utf-8")) + len(name.encode("utf-8"))
+    if added > room:
+        return 0
+    also[position] = [*names, name]
+    return added
