@@ -20,8 +20,11 @@ SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
 STORAGE_MODULES: dict[str, str] = {
     "storage/database.py": "migrations, the single writer, the readers, the ping",
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
-    "storage/records.py": "memory_records: insert, lifecycle, search, expiry, counts",
+    "storage/records.py": "memory_records: insert, lifecycle, expiry, counts",
     "storage/record_rows.py": "a new record's row; a batch of them inserted in one statement",
+    "storage/search.py": "memory.search: the page (bounded by the rare terms, or plain), "
+                         "its snippets and total",
+    "storage/read_txn.py": "one read transaction around several reads",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
                          "retrievals that selected a record, an agent's latest retrievals",
