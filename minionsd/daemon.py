@@ -26,7 +26,7 @@ import structlog
 
 from minionsd import __version__, logsetup
 from minionsd import config as config_mod
-from minionsd.clock import parse_iso
+from minionsd.clock import iso, parse_iso
 from minionsd.errors import ConfigError, MinionsError
 from minionsd.home import Home, resolve_home
 from minionsd.memory.app import App
@@ -38,6 +38,7 @@ from minionsd.service.systemd import Notifier
 from minionsd.storage import records
 from minionsd.storage.database import Database
 from minionsd.storage.pidfile import PidFile
+from minionsd.threads import WORKERS, SharedRun
 
 log = structlog.get_logger()
 EXIT_CONFIG = 2
@@ -54,23 +55,33 @@ class Daemon:
         self.stop_event = asyncio.Event()
         self.server: RpcServer | None = None
         self.components: list[Any] = []
+        self._shared_reads = SharedRun(self._status_reads)
+
+    async def _status_reads(self) -> tuple[list[Any], list[Any]]:
+        """The parts of status that read disk (the inbox scan), all in ONE light-lane trip:
+        (those components, what each read)."""
+        reading = [c for c in self.components if callable(getattr(c, "status_reads", None))]
+        if not reading:
+            return [], []
+        return reading, await self.app.db.read_light(
+            lambda conn: [component.status_reads(conn) for component in reading])
 
     async def status(self) -> dict[str, Any]:
         app = self.app
-        # Under load every trip to a thread waits for the GIL, and trips queued one behind
-        # the other on the light lane add those waits up: so every part's reads (counters,
-        # the inbox scan, job results, the database check) run in ONE light-lane trip, and
-        # only parts without such reads get a trip of their own, all at once.
+        # The database's figures (records, the consolidation journal's counters, job results)
+        # come from memory (storage/live_counts.py, read again after every commit): no SQL.
+        # The disk reads are shared by concurrent calls (SharedRun): under load a queue of
+        # status calls costs two inbox scans, not one each, one behind the other.
         now = app.now()
-        reading = [c for c in self.components if callable(getattr(c, "status_reads", None))]
-        others = [contribute() for component in self.components if component not in reading
+        counts = app.db.live.records(iso(now))
+        others = [contribute() for component in self.components
+                  if not callable(getattr(component, "status_reads", None))
                   and (contribute := getattr(component, "status", None)) is not None]
-
-        def reads(conn: Any) -> tuple[dict[str, int], list[Any]]:
-            return (records.status_counts(conn, now),
-                    [component.status_reads(conn) for component in reading])
-
-        (counts, read_parts), *parts = await asyncio.gather(app.db.read_light(reads), *others)
+        if counts is None:  # more records expire by now than memory keeps: count in SQL
+            others.append(app.db.read_light(records.status_counts, now))
+        (reading, read_parts), *parts = await asyncio.gather(self._shared_reads.get(), *others)
+        if counts is None:
+            counts = parts.pop()
         parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
         result: dict[str, Any] = {
             "version": app.version,
@@ -327,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_RUNTIME
     finally:
         db.close()
+        WORKERS.close()
         pidfile.release()
         left = [t.name for t in threading.enumerate()
                 if t is not threading.current_thread() and t.is_alive()]

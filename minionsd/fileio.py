@@ -65,6 +65,14 @@ def _write_temp(path: Path, tag: str, data: bytes, mode: int) -> Path:
     return tmp
 
 
+def write_temp_synced(path: Path, data: bytes, mode: int = 0o600) -> Path:
+    """atomic_write_bytes's first half: `data` in a fresh hidden temp file beside `path`,
+    synced to disk. The caller renames it into place (then fsyncs the directory) or
+    unlinks it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return _write_temp(path, "tmp", data, mode)
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _write_temp(path, "tmp", data, mode)

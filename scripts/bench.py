@@ -58,7 +58,9 @@ memory_context through its /mcp beside the socket, interleaved, and prints the g
 
 The sections live beside this entry point: bench_records.py (1-3), bench_consolidation.py (4),
 bench_retrieval.py (5), bench_common.py (the daemon, which is tests/harness.py's DaemonProcess,
-and helpers), bench_data.py (the synthetic data).
+and helpers), bench_data.py (the synthetic data); db_space.py (where a state.db's bytes go,
+printed after the load) and bench_search.py (memory.search in-process on a kept state.db, this
+code beside another checkout, alternating) also run on their own.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import bench_data
+import db_space
 from bench_common import (
     WARMUP_BUDGET_S,
     Bench,
@@ -306,6 +307,11 @@ def run_records(bench: Bench) -> None:
     with daemon.client() as client:
         counts = client.call("status")["records"]
     say(f"   status.records: {counts}")
+    try:
+        for line in db_space.space_lines(str(daemon.db_path), top=8):
+            say("   " + line)
+    except sqlite3.Error as exc:
+        say(f"   (where state.db's bytes go: unavailable, {exc})")
     describe_dataset(daemon, total)
     if args.only == "load":  # the same daemon: one write among `total` records
         single_add_latency(daemon, bench.vocab, args.seed + 1, 0, bench.base_time)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -70,24 +71,20 @@ def describe(label: str, samples: list[float]) -> str:
             f"({len(ordered)} calls)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--clients", type=int, default=64)
-    parser.add_argument("--calls", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace, code: Path | None, tag: str) -> None:
     root = Path(tempfile.mkdtemp(prefix="msl-", dir="/tmp"))
     home = root / "home"
     write_config(home, {})
-    daemon = BenchDaemon(home, None).start()
+    python = str(code / ".venv" / "bin" / "python") if code is not None else None
+    daemon = BenchDaemon(home, None, code=code, python=python).start()
     loader = None
     try:
         vocab = bench_data.Vocabulary(args.seed)
         base = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         seconds, errors, _messages, _batches = load_records(
             daemon, vocab, args.seed, 0, args.records, base)
-        print(f"loaded {args.records:,} records in {seconds:.1f} s ({errors} errors)")
+        print(f"[{tag} code] loaded {args.records:,} records in {seconds:.1f} s "
+              f"({errors} errors)")
         tasks = [task for task, _project, _agent in bench_data.tasks(vocab, args.seed, 40)]
         with Client(daemon.socket, timeout=120) as client:
             timed(client, "status", {}, 5)
@@ -95,18 +92,37 @@ def main(argv: list[str] | None = None) -> int:
             loader = subprocess.Popen(
                 [sys.executable, "-c", LOADER, str(daemon.socket), str(args.clients),
                  json.dumps(tasks)], cwd=REPO)
-            # Let every client connect and the daemon's caches settle under the load.
+            # Let every client connect (the loader's start-up takes a while on a busy machine)
+            # and the daemon's caches settle under the load.
+            time.sleep(3)
             timed(client, "memory.retrieve", {"task": tasks[0]}, 20)
+            cpu = daemon.cpu_seconds()
             busy = timed(client, "status", {}, args.calls)
             floor = timed(client, "config.get", {"key": "engine.inbox_settle_ms"}, args.calls)
+            cpu = daemon.cpu_seconds() - cpu
             print(describe(f"status, {args.clients} clients retrieving", busy))
             print(describe(f"config.get, {args.clients} clients retrieving", floor))
+            print(f"daemon CPU meanwhile {cpu:.1f} s (load average "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     finally:
         if loader is not None:
             loader.terminate()
             loader.wait(30)
         daemon.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--old", help="run the same on this checkout (its .venv) afterwards")
+    args = parser.parse_args(argv)
+    run(args, None, "this")
+    if args.old:
+        run(args, Path(args.old).resolve(), "old")
     return 0
 
 

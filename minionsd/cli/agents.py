@@ -183,13 +183,20 @@ def run_hook(args: argparse.Namespace) -> int:
 
 
 def is_hook_invocation(argv: list[str]) -> bool:
-    """Whether the command word of `argv` (after --home/--socket values) is `hook`."""
+    """Whether the command word of `argv` is `hook`: the first word that is neither an option
+    nor the value of one of the top-level options that take one (--home, --socket, --url,
+    --token-env, however argparse lets them be abbreviated). A remote hook that `connect
+    --url` writes starts `minionsctl --url URL --token-env VAR hook ...`."""
+    from minionsd.cli.parser import VALUE_OPTIONS
+
     words = iter(argv)
     for word in words:
-        if word in ("--home", "--socket"):
-            next(words, None)
-        elif not word.startswith("-"):
+        if not word.startswith("-"):
             return word == "hook"
+        name, has_value, _ = word.partition("=")
+        takes = [o for o in VALUE_OPTIONS if len(name) > 2 and o.startswith(name)]
+        if len(takes) == 1 and not has_value:
+            next(words, None)
     return False
 
 

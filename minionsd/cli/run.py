@@ -37,8 +37,10 @@ SLOW_CALL_TIMEOUT_S = 3600.0
 
 
 def wants_json(argv: list[str]) -> bool:
-    """Whether --json is on the command line (for errors found before it was parsed)."""
-    return "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+    """Whether --json is on the command line, or an abbreviation argparse takes for it
+    (`--js`), before any `--` (for errors found before it was parsed)."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    return any(len(word) > 2 and "--json".startswith(word) for word in words)
 
 
 def report(as_json: bool, text: str, code: Any, message: str, detail: str | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ import structlog
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
-from minionsd.fileio import atomic_write_text
+from minionsd.fileio import fsync_dir, write_temp_synced
 from minionsd.home import check_name
 from minionsd.memory import inbox as inbox_mod
 from minionsd.memory import quarantine
@@ -153,16 +154,20 @@ class ConsolidationService:
     async def status(self) -> dict[str, Any]:
         return self.status_from(await self.app.db.read_light(self.status_reads))
 
-    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any]]:
-        """What status needs from disk and SQL, read on the light lane (see Daemon.status)."""
-        return self.pipeline.inbox_state(), journal.counters(conn)
+    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any], int]:
+        """What status reads from disk, on the light lane (see Daemon.status): the inbox, the
+        quarantine count, and the journal's counters when memory has none."""
+        counters = self.app.db.live.counters()
+        return (self.pipeline.inbox_state(),
+                counters if counters is not None else journal.counters(conn),
+                self.quarantined.get())
 
-    def status_from(self, reads: tuple[Any, dict[str, Any]]) -> dict[str, Any]:
-        state, counters = reads
+    def status_from(self, reads: tuple[Any, dict[str, Any], int]) -> dict[str, Any]:
+        state, counters, quarantined = reads
         return {
             "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
                       "held": sum(1 for n in state.notes if n.held),
-                      "quarantined": self.quarantined.get()},
+                      "quarantined": quarantined},
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),
@@ -182,15 +187,22 @@ class ConsolidationService:
             raise InvalidParams(f"the note would be {size} bytes, over "
                                 f"engine.inbox_max_note_bytes ({limit})", param="body")
         inbox_dir = self.app.home.inbox
+        # The text is written and synced here, before the writer's turn: the writer thread,
+        # which every write waits for, only renames it into place and syncs the directory.
+        staged = write_temp_synced(inbox_dir / submission.name, submission.text.encode("utf-8"))
 
-        def claim_and_write(conn: Any) -> tuple[str, bool]:
+        def claim_and_place(conn: Any) -> tuple[str, bool]:
             name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
-                # Written inside the transaction: if the write fails the claim rolls back.
-                atomic_write_text(inbox_dir / name, submission.text)
+                # Placed inside the transaction: if that fails the claim rolls back.
+                os.replace(staged, inbox_dir / name)
+                fsync_dir(inbox_dir)
             return name, fresh
 
-        name, written = self.app.db.write_blocking(claim_and_write)
+        try:
+            name, written = self.app.db.write_blocking(claim_and_place)
+        finally:
+            staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 

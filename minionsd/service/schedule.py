@@ -146,11 +146,12 @@ class Scheduler:
             return {"job": name, "at": iso(now), "report": report}
 
     async def status(self) -> dict[str, Any]:
-        return self.status_from(await self.app.db.read_light(self.status_reads))
-
-    def status_reads(self, conn: Any) -> dict[str, Any]:
-        """What status needs from SQL, read on the light lane (see Daemon.status)."""
-        return job_runs.last_runs(conn)
+        """Jobs and their last results: from memory (storage/live_counts.py), from SQL only
+        when memory has none."""
+        last = self.app.db.live.job_runs()
+        if last is None:
+            last = await self.app.db.read_light(job_runs.last_runs)
+        return self.status_from(last)
 
     def status_from(self, last: dict[str, Any]) -> dict[str, Any]:
         jobs = []

@@ -23,6 +23,7 @@ import structlog
 
 from minionsd.errors import StorageError
 from minionsd.storage.group_commit import GroupCommit, GroupedWrite
+from minionsd.storage.live_counts import LiveCounts
 
 log = structlog.get_logger()
 T = TypeVar("T")
@@ -143,6 +144,8 @@ class Database:
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
+        # status's figures from the database, read on the writer after each commit.
+        self.live = LiveCounts()
         try:
             self._write_conn = self._writer.submit(self._open_writer).result()
         except BaseException:
@@ -159,6 +162,7 @@ class Database:
         conn = connect(self.path)
         try:
             migrate(conn)
+            self.live.refresh(conn)
         except BaseException:
             conn.close()
             raise
@@ -184,7 +188,17 @@ class Database:
             log.error("db.write_failed", function=getattr(fn, "__name__", repr(fn)),
                       error=f"{type(exc).__name__}: {exc}")
             raise StorageError(f"database write failed: {exc}") from exc
+        self._refresh_live()
         return result
+
+    def _refresh_live(self) -> None:
+        """status's figures read again after a commit, before its callers hear back (so a
+        client sees its own write there). The write itself succeeded whatever happens here;
+        after a failed read status counts in SQL until a later commit reads them again."""
+        try:
+            self.live.refresh(self._write_conn)
+        except sqlite3.Error as exc:
+            log.error("db.live_counts_failed", error=f"{type(exc).__name__}: {exc}")
 
     def _rollback(self, reason: str) -> None:
         conn = self._write_conn

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from minionsd.storage import fts, records
+from minionsd.storage.read_txn import snapshot  # noqa: F401 - retrieval reads in one
 
 # The columns the record view keeps of each record, in this order.
 FILTER_COLUMNS = ("seq", "scope", "status", "type", "trust", "expires_at")
@@ -33,20 +33,6 @@ class RecallRule:
     scopes: tuple[str, ...]
     guarded_type: str
     untrusted: tuple[str, ...]
-
-
-@contextmanager
-def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """Run the block's reads in one read transaction (unless the caller has one open), so
-    they all see one state of the database."""
-    own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if own and conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 def change_log_range(conn: sqlite3.Connection) -> tuple[int, int | None]:

@@ -53,13 +53,16 @@ def batch_rows(prepared: Sequence[Mapping[str, Any]],
                now: datetime) -> tuple[list[str], str | None]:
     """The new ids of `prepared` (records.derive()'s output) and the one text insert_batch() stores
     them from; built beside the writer. The text is None when a value cannot go through it
-    (SQLite's JSON functions end a string at an escaped NUL): records.insert() them one by one."""
+    (SQLite's JSON functions end a string at an escaped NUL): records.insert() them one by one.
+    Only a NUL in a column's own text counts: one inside paths, tags or meta is already an
+    escape in their JSON text, and a body that spells out `\\u0000` is six plain characters."""
     stamp = iso(now)
     ids = [new_id(now) for _ in prepared]
-    text = json.dumps([row(fields, record_id, stamp, None)
-                       for fields, record_id in zip(prepared, ids, strict=True)],
-                      ensure_ascii=False, separators=(",", ":"))
-    return ids, (None if "\\u0000" in text else text)
+    rows = [row(fields, record_id, stamp, None)
+            for fields, record_id in zip(prepared, ids, strict=True)]
+    if any("\x00" in value for values in rows for value in values if isinstance(value, str)):
+        return ids, None
+    return ids, json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def insert_batch(conn: sqlite3.Connection, rows: str) -> int:

@@ -1,4 +1,5 @@
-"""memory_records: insert/upsert, reads with read-time expiry, search, lifecycle, counts.
+"""memory_records: insert/upsert, reads with read-time expiry, lifecycle, counts (search:
+search.py; rows as the wire shows them: record_wire.py).
 
 Every function takes a sqlite3 connection: writes receive the writer's connection inside its
 transaction, reads a read connection. A record whose `expires_at` has passed reads as
@@ -8,50 +9,29 @@ transaction, reads a read connection. A record whose `expires_at` has passed rea
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.storage import fts, record_rows
+from minionsd.storage import search as searching
 from minionsd.storage.record_fields import (
     PIN_FLOOR,
     STATUSES,
-    TYPES,
-    check_choice,
-    check_scope,
-    opt_str,
+    TYPES,  # noqa: F401 - re-exported beside STATUSES (the CLI's choices are checked on them)
+)
+from minionsd.storage.record_wire import (  # noqa: F401 - WIRE_KEYS, plain_snippet re-exported
+    EFFECTIVE_STATUS,
+    WIRE_KEYS,
+    plain_snippet,
+    to_wire,
 )
 from minionsd.text import ftsquery
 
-MAX_SEARCH_LIMIT = 500
 REASON_MAX = 1000  # characters of a retraction reason that are stored
-
-_JSON_COLUMNS = ("paths", "tags", "meta")
-_WIRE_KEYS = ("id", "type", "scope", "status", "trust", "title", "body", "source", "author",
-              "project", "agent", "task", "pr", "paths", "tags", "importance", "confidence",
-              "pinned", "created_at", "updated_at", "expires_at", "superseded_by",
-              "retracted_reason", "meta")
-WIRE_KEYS = _WIRE_KEYS  # the Record keys, in column order
-EFFECTIVE_STATUS = (
-    "(CASE WHEN r.status = 'active' AND r.expires_at IS NOT NULL AND r.expires_at <= :now "
-    "THEN 'expired' ELSE r.status END)"
-)
-
-
-# --- rows ----------------------------------------------------------------------------------
-
-def to_wire(row: Mapping[str, Any]) -> dict[str, Any]:
-    record = {key: row[key] for key in _WIRE_KEYS}
-    for column in _JSON_COLUMNS:
-        record[column] = json.loads(record[column])
-    record["pinned"] = bool(record["pinned"])
-    if "eff_status" in row.keys():  # noqa: SIM118 - sqlite3.Row "in" tests values
-        record["status"] = row["eff_status"]
-    return record
 
 
 def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,14 +59,6 @@ def insert(conn: sqlite3.Connection, fields: Mapping[str, Any], now: datetime,
     conn.execute(record_rows.INSERT_ONE, record_rows.row(fields, record_id, iso(now),
                                                          content_hash))
     return record_id
-
-
-_SNIPPET_HEADING_RE = re.compile(r"(^|\n)(\u2026)?[ \t]*#{1,6}[ \t]+")
-
-
-def plain_snippet(snippet: str | None) -> str | None:
-    """A search snippet without Markdown heading marks (`# Title` reads `Title`)."""
-    return _SNIPPET_HEADING_RE.sub(r"\1\2", snippet) if snippet else snippet
 
 
 def upsert_by_hash(conn: sqlite3.Connection, fields: Mapping[str, Any], content_hash: str,
@@ -146,111 +118,8 @@ def fetch(conn: sqlite3.Connection, record_id: object, now: datetime) -> dict[st
 
 def search(conn: sqlite3.Connection, params: Mapping[str, Any],
            now: datetime) -> dict[str, Any]:
-    query = params.get("query")
-    if not isinstance(query, str):
-        raise InvalidParams("'query' must be a string", param="query")
-    limit = params.get("limit", 20)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
-        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_SEARCH_LIMIT}",
-                            param="limit")
-    statuses = params.get("status") or ["active"]
-    if isinstance(statuses, str):
-        statuses = [statuses]
-    if not isinstance(statuses, list):
-        raise InvalidParams("'status' must be a list of statuses", param="status")
-    for status in statuses:
-        check_choice(status, "status", STATUSES)
-    expression = ftsquery.search_expression(query)
-    if expression is None:
-        return {"records": [], "total": 0}
-    where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
-    binds: dict[str, Any] = {"expr": expression, "now": iso(now), "limit": limit}
-    binds |= {f"s{i}": s for i, s in enumerate(statuses)}
-    if params.get("type") is not None:
-        binds["type"] = check_choice(params["type"], "type", TYPES)
-        where.append("r.type = :type")
-    if params.get("scope") is not None:
-        binds["scope"] = check_scope(params["scope"])
-        where.append("r.scope = :scope")
-    for column in ("project", "agent"):
-        if params.get(column) is not None:
-            binds[column] = opt_str(params, column, 200)
-            where.append(f"r.{column} = :{column}")
-    condition = " AND ".join(where)
-    weights = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
-    only_active = statuses == ["active"] and len(where) == 1
-    ranked = _rank_active(conn, binds, limit, weights) if only_active else None
-    # Rank first on the narrow join, then build rows and snippets for the page only: the
-    # snippet and the wide row are the expensive part when thousands of records match.
-    ranked = ranked if ranked is not None else conn.execute(
-        f"""SELECT r.seq AS seq, memory_fts.rank AS rank
-            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({weights})'
-              AND {condition}
-            ORDER BY memory_fts.rank, r.id LIMIT :limit""",
-        binds,
-    ).fetchall()
-    order = {row["seq"]: (row["rank"], i) for i, row in enumerate(ranked)}
-    seqs = ", ".join(str(int(seq)) for seq in order)
-    rows = conn.execute(
-        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
-                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
-            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
-        binds,
-    ).fetchall() if order else []
-    rows = sorted(rows, key=lambda row: order[row["seq"]][1])
-    total = _count_active(conn, binds) if only_active else conn.execute(
-        f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr AND {condition}""",
-        binds,
-    ).fetchone()[0]
-    records = [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
-                               "rank": order[row["seq"]][0]} for row in rows]
-    return {"records": records, "total": total}
-
-
-def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
-                 weights: str) -> list[dict[str, Any]] | None:
-    """The page of a search of active records by (rank, id), ranked in the FTS index alone:
-    the best few matches are taken from FTS5, then their records are looked up by key, instead
-    of joining every match with memory_records (half the cost when most records match). None
-    when that page cannot be told apart from what lies beyond the matches taken (too many
-    inactive ones among them, or a tie at the edge): the caller then ranks with the join."""
-    want = 2 * limit + 10
-    hits = conn.execute(
-        f"""SELECT rowid, rank FROM memory_fts
-            WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({weights})'
-            ORDER BY rank LIMIT :want""", {**binds, "want": want}).fetchall()
-    if not hits:
-        return []
-    facts = {row[0]: (row[1], row[2]) for row in conn.execute(
-        f"""SELECT r.seq, r.id, {EFFECTIVE_STATUS} FROM memory_records r
-            WHERE r.seq IN (SELECT value FROM json_each(:seqs))""",
-        {"now": binds["now"], "seqs": json.dumps([hit[0] for hit in hits])})}
-    active = sorted((rank, facts[seq][0], seq) for seq, rank in hits
-                    if seq in facts and facts[seq][1] == "active")
-    # When more matches may follow, the page must end before them.
-    if len(hits) == want and (len(active) < limit or hits[-1][1] <= active[limit - 1][0]):
-        return None
-    return [{"seq": seq, "rank": rank} for rank, _, seq in active[:limit]]
-
-
-def _count_active(conn: sqlite3.Connection, binds: Mapping[str, Any]) -> int:
-    """Matches among active records: every match, minus the (few) inactive ones."""
-    matches = conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :expr",
-                           binds).fetchone()[0]
-    inactive = conn.execute(
-        f"""SELECT count(*) FROM memory_records r INDEXED BY memory_records_maybe_inactive
-            WHERE (r.status != 'active' OR r.expires_at IS NOT NULL)
-              AND {EFFECTIVE_STATUS} != 'active'
-              AND r.seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH :expr)""",
-        binds).fetchone()[0]
-    return matches - inactive
-
-
-def _placeholders(values: Sequence[str]) -> str:
-    return ", ".join(f":s{i}" for i in range(len(values)))
+    """memory.search (storage/search.py)."""
+    return searching.search(conn, params, now)
 
 
 # --- lifecycle ------------------------------------------------------------------------------

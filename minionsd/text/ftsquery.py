@@ -264,13 +264,19 @@ _MAX_PHRASE_TOKENS = 16
 
 
 def search_expression(text: str, max_terms: int = 32) -> str | None:
-    """The MATCH expression for a free-text `memory.search` query (OR of its terms).
+    """The MATCH expression for a free-text `memory.search` query: the OR of
+    :func:`search_phrases`, or None when nothing is searchable."""
+    return " OR ".join(search_phrases(text, max_terms)) or None
+
+
+def search_phrases(text: str, max_terms: int = 32) -> list[str]:
+    """The quoted FTS5 strings a free-text `memory.search` query searches for (OR-ed).
 
     A plain word is one term. An identifier or path (`ERR_CONN_RESET`,
     `src/auth/token_refresh.py`) is searched whole: as a phrase of its tokens in order, plus
     its glued form from the indexed aux column, but not as its separate parts, which are
     common words that would match most of the table and bury the hit. Stop words are
-    dropped unless nothing else remains. Never raises; None when nothing is searchable.
+    dropped unless nothing else remains. Never raises; empty when nothing is searchable.
     """
     text = normalise_phrases(text)
     wanted: dict[str, None] = {}
@@ -288,5 +294,4 @@ def search_expression(text: str, max_terms: int = 32) -> str | None:
             parts = _TOKEN_RE.findall(compound.group(0))
             if 1 < len(parts) <= _MAX_JOINED_PARTS:
                 wanted.setdefault(quote_term("".join(parts).lower()))
-    chosen = list(wanted or fallback)[:max_terms]
-    return " OR ".join(chosen) or None
+    return list(wanted or fallback)[:max_terms]

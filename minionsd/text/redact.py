@@ -10,7 +10,7 @@ Design choices:
 * The pattern set is data. `PATTERNS` is an ordered tuple of `Pattern(kind, description,
   regex, template)`, one entry per family; docs/security.md describes the same list, and tests
   walk it. Vendor tokens recognisable by their prefix alone are rows of
-  `secret_shapes.TOKENS`, run as one alternation (one scan for the whole table); the grammar
+  `secret_shapes.TOKENS`, run as one alternation (redact_tokens.py); the grammar
   of `key = value` (which keys, which values are literals) lives in `secret_grammar`.
 * Order matters. A PEM block goes first (its body may hold anything), then webhook URLs and the
   vendor tokens (their markers say the most), then credentials in URLs, connection strings and
@@ -27,44 +27,25 @@ Design choices:
   output, which consolidation's crash recovery relies on.
 * Every quantifier is bounded, possessive, or runs over a character class that excludes what
   follows it, so the work stays linear in the input size; megabytes of text are fine. A
-  pattern whose `needles` all miss the text is not run at all.
+  pattern whose `needles` all miss the text is not run at all (the needles of all patterns
+  are tested together, `secret_pattern.Passes`), nor is one whose `prefilter` finds nothing
+  in a pure-ASCII text.
 * It never raises on a `str`: the patterns are compiled at import and `re.sub` on a string
   cannot fail.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
 from minionsd.text import secret_grammar as g
-from minionsd.text.secret_pattern import MARKER_PREFIX, Pattern
+from minionsd.text.redact_tokens import TOKEN_PATTERNS, redact_tokens
+from minionsd.text.secret_pattern import MARKER_PREFIX, Passes, Pattern
 from minionsd.text.secret_pattern import make_pattern as _p
-from minionsd.text.secret_shapes import TOKENS
 
 __all__ = ["MARKER_PREFIX", "PATTERNS", "Pattern", "kinds", "redact"]
 MAX_ROUNDS = 4
 
-
-# A token starts where no identifier character precedes it, or (Telegram) right after `/bot` in an
-# API URL.
-_TOKEN_LEFT = r"(?:(?<![A-Za-z0-9_-])|(?<=/bot))"
-_TOKEN_PATTERNS = tuple(_p(kind, desc, _TOKEN_LEFT + rx) for kind, desc, rx in TOKENS)
-# The whole token table as one alternation (one scan); the group name says which row matched.
-@functools.cache
-def _tokens_re() -> re.Pattern[str]:
-    return re.compile(
-        _TOKEN_LEFT + "(?:"
-        + "|".join(f"(?P<t{i}>{rx})" for i, (_, _, rx) in enumerate(TOKENS))
-        + ")"
-    )
-
-
-_TOKEN_MARKERS = {f"t{i}": p.marker for i, p in enumerate(_TOKEN_PATTERNS)}
-# Every row lies inside a run of these characters, 20 or more long; ordinary prose has few
-# such runs, so the table is only tried inside them. (A run's edges are characters outside
-# [A-Za-z0-9_-], so the rows' own boundary checks see the same thing inside a run.)
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9_.:~+/=-]{20,}")
 
 PATTERNS: tuple[Pattern, ...] = (
     _p(
@@ -103,7 +84,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"|outlook\.office(?:365)?\.com/webhook)/[^\s\"'<>]{20,})",
         needles=("/api/webhooks/", "webhook.office.com", "outlook.office"),
     ),
-    *_TOKEN_PATTERNS,
+    *TOKEN_PATTERNS,
     _p(
         "connection_string",
         "password in a database URL (postgres, postgresql, mysql, mariadb, mongodb, "
@@ -152,6 +133,7 @@ PATTERNS: tuple[Pattern, ...] = (
         re.IGNORECASE,
         needles=("secret_access", "secret-access", "secretaccess", "secret_key", "secret-key",
                  "secretkey", "session_token", "session-token", "sessiontoken"),
+        prefilter=g.AWS_SECRET_PREFILTER,
     ),
     _p(
         "aws_secret_key_csv",
@@ -244,6 +226,7 @@ PATTERNS: tuple[Pattern, ...] = (
         r"[ \t\r\n]+password[ \t\r\n]+)" + g.NOT_MARKER + r"\S+",
         "\\g<head>{marker}",
         needles=("machine", "default"),
+        prefilter=r"login[ \t\r\n]+\S+[ \t\r\n]+password[ \t\r\n]",
     ),
     _p(
         "xml_secret",
@@ -266,6 +249,7 @@ PATTERNS: tuple[Pattern, ...] = (
         + g.NOT_MARKER + r"(?![*]$)\S+$",
         "\\g<head>{marker}",
         needles=(":",),
+        prefilter=r":(?:[0-9]{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:",
     ),
     _p(
         "putty_private_key",
@@ -282,6 +266,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("pass", "pwd", "psk"),
+        prefilter=g.PASSWORD_PREFILTER,
     ),
     _p(
         "password_in_prose",
@@ -302,6 +287,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=g.SECRET_KEY_NEEDLES,
+        prefilter=g.SECRET_PREFILTER,
     ),
     _p(
         "generic_key",
@@ -311,6 +297,7 @@ PATTERNS: tuple[Pattern, ...] = (
         g.ASSIGNMENT_TEMPLATE,
         re.IGNORECASE,
         needles=("_key", "-key"),
+        prefilter=g.OTHER_PREFILTER,
     ),
     _p(
         "cli_secret",
@@ -334,29 +321,48 @@ PATTERNS: tuple[Pattern, ...] = (
         needles=("bearer",),
     ),
 )
-_TOKEN_KINDS = frozenset(p.kind for p in _TOKEN_PATTERNS)
+_TOKEN_KINDS = frozenset(p.kind for p in TOKEN_PATTERNS)
 _PASSES = tuple(p for p in PATTERNS if p.kind not in _TOKEN_KINDS)
 
 
-def _token_marker(match: re.Match[str]) -> str:
-    return _TOKEN_MARKERS[match.lastgroup or ""]
+# "k" or "-" is inside 29 of the 54 single needles, and many short texts (task fields) hold
+# neither.
+_PLAN = Passes(_PASSES, guards=("k", "-"))
+_TOKEN_STEP = next(i for i, p in enumerate(_PASSES) if p.kind == "webhook_url")
 
 
-def _redact_tokens(run: re.Match[str]) -> str:
-    return _tokens_re().sub(_token_marker, run.group())
+_TOKEN_BIT = 1 << _TOKEN_STEP
 
 
 def _redact_once(text: str) -> str:
+    """One round of every pass over `text`: a pass runs when its needles are in the case-folded
+    text and, for a pure-ASCII text, its prefilter finds a place in the lower-cased text. Only
+    the passes let through are visited (the token table's step always is), in order."""
     lowered = text.casefold()
-    for pattern in _PASSES:
-        if pattern.may_match(lowered):
+    allowed = _PLAN.allowed(lowered)
+    ascii_text = text.isascii()
+    index = -1
+    while True:
+        ahead = (allowed | _TOKEN_BIT) >> (index + 1)
+        if not ahead:
+            return text
+        index += (ahead & -ahead).bit_length()  # the next pass let through
+        pattern = _PASSES[index]
+        if allowed >> index & 1 and not (
+            ascii_text and pattern.prefilter and not pattern.prefilter_regex.search(lowered)
+        ):
             text, count = pattern.regex.subn(pattern.replacement, text)
             if count:
                 lowered = text.casefold()
-        if pattern.kind == "webhook_url":  # the token table runs where its rows are listed
-            text = _TOKEN_RUN.sub(_redact_tokens, text)
-            lowered = text.casefold()
-    return text
+                allowed = _PLAN.allowed(lowered)
+                ascii_text = text.isascii()
+        if index == _TOKEN_STEP:  # the token table runs where its rows are listed
+            tokens_out = redact_tokens(text)
+            if tokens_out != text:
+                text = tokens_out
+                lowered = text.casefold()
+                allowed = _PLAN.allowed(lowered)
+                ascii_text = text.isascii()
 
 
 def redact(text: str) -> str:

@@ -31,20 +31,47 @@ def endings(*words: str, whole: tuple[str, ...] = ()) -> str:
     return "(?:" + "|".join(checks) + ")"
 
 
+def assignment_prefilter(*words: str, whole: tuple[str, ...] = ()) -> str:
+    """A cheap scan for where `assignment(endings(*words, whole=whole))` could match, run on
+    the lower-cased text of a pure-ASCII input: a separator's `:` or `=` right after the last
+    three characters of a key ending, or after a closing quote, `]`, space or tab.
+
+    (Any match has its separator's first character after the key ending, an optional closer
+    and horizontal space, so one of the three lookbehinds holds there.)
+    """
+    variants = {sep.join(w.split(" ")) for w in words for sep in ("_", "-", "")} | set(whole)
+    by_width: dict[int, set[str]] = {}
+    for variant in variants:
+        tail = variant[-3:].lower()
+        by_width.setdefault(len(tail), set()).add(re.escape(tail))
+    between = r"[\"'\] \t]"
+    checks = []
+    for tails in by_width.values():
+        ends = "(?:" + "|".join(sorted(tails)) + ")"
+        checks += [rf"(?<={ends}[:=])", rf"(?<={ends}{between}[:=])"]
+    checks.append(rf"(?<={between}{between}[:=])")
+    return "[:=](?:" + "|".join(checks) + ")"
+
+
 # A key is one run of identifier characters (JSON/YAML/env/INI/CLI spellings alike), matched
 # possessively: it is never re-tried at a shorter length, which keeps the scan linear.
 # (Not inside `${NAME:-default}`: that NAME is a variable, not a key.)
 KEY = r"(?P<key>(?<![\w.-])(?<!\$\{)[\w.-]{1,64}+)"
-PASSWORD_KEYS = endings("password", "passwd", "passphrase", "_pass", "_pwd", "psk",
-                        whole=("pass",))
-AWS_SECRET_KEYS = endings("secret access key", "aws secret key", "session token")
-SECRET_KEYS = endings(
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "_pass", "_pwd", "psk")
+PASSWORD_KEYS = endings(*_PASSWORD_WORDS, whole=("pass",))
+PASSWORD_PREFILTER = assignment_prefilter(*_PASSWORD_WORDS, whole=("pass",))
+_AWS_SECRET_WORDS = ("secret access key", "aws secret key", "session token")
+AWS_SECRET_KEYS = endings(*_AWS_SECRET_WORDS)
+AWS_SECRET_PREFILTER = assignment_prefilter(*_AWS_SECRET_WORDS)
+_SECRET_WORDS = (
     "secret", "token", "api key", "access key", "secret key", "private key", "credential",
     "credentials", "auth key", "signing key", "encryption key", "app key", "application key",
     "master key", "client key", "account key", "subscription key", "license key", "sas key",
     "key base", "_auth", '"auth', "dockerconfigjson", "dockercfg", "tls.key", "mnemonic",
     "seed phrase", "authtoken", "_pat",
 )
+SECRET_KEYS = endings(*_SECRET_WORDS)
+SECRET_PREFILTER = assignment_prefilter(*_SECRET_WORDS)
 # What every key SECRET_KEYS accepts holds (case-folded): redact.py skips the pattern for a
 # text with none of them. Keep in step with the words above.
 SECRET_KEY_NEEDLES = ("secret", "token", "key", "credential", "auth", "dockerconfigjson",
@@ -145,6 +172,7 @@ _DATA_KEYS = (
 )
 OTHER_KEYS = endings("_key", "-key") + "".join(
     f"(?<!{word}{sep}key)" for word in _DATA_KEYS for sep in ("_", "-"))
+OTHER_PREFILTER = assignment_prefilter("_key", "-key")
 # For such a key: only a long value with a digit, so SORT_KEY=name stays.
 RANDOM = r"(?=[A-Za-z0-9+/=_.:~-]{0,200}[0-9])[A-Za-z0-9+/=_.:~-]{16,}"
 RANDOM_VALUE = (

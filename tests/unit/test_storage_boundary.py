@@ -20,8 +20,11 @@ SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
 STORAGE_MODULES: dict[str, str] = {
     "storage/database.py": "migrations, the single writer, the readers, the ping",
     "storage/db_snapshot.py": "the database file: a consistent copy, the check of a copy",
-    "storage/records.py": "memory_records: insert, lifecycle, search, expiry, counts",
+    "storage/records.py": "memory_records: insert, lifecycle, expiry, counts",
     "storage/record_rows.py": "a new record's row; a batch of them inserted in one statement",
+    "storage/search.py": "memory.search: the page (bounded by the rare terms, or plain), "
+                         "its snippets and total",
+    "storage/read_txn.py": "one read transaction around several reads",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
                          "retrievals that selected a record, an agent's latest retrievals",
@@ -31,6 +34,8 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/kb_index.py": "kb_files: which KB file feeds which record, at which hash",
     "storage/purged.py": "purged_records and the statements of a purge",
     "storage/job_runs.py": "maintenance jobs' last results",
+    "storage/live_counts.py": "status's figures read after each commit: record_counts and the "
+                              "earliest expiry times of active records",
     "storage/tokens.py": "gateway_tokens: the gateway's bearer tokens, by SHA-256 digest",
     "storage/fts.py": "the FTS5 index through documented interfaces: stems, term counts, "
                       "statistics, the planner's searches, merge steps",

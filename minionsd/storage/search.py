@@ -1,0 +1,326 @@
+"""memory.search: the OR of a query's terms over memory_records, best first by FTS5's
+bm25(memory_fts, 4, 1, 2), then by id; `total` counts every match that passes the filters.
+
+The page is always the one the plain query gives (rank every match, sort, cut); it is found
+with less work when the query has a rare term (see :func:`_bounded_page`):
+
+FTS5's bm25 is a sum over the query's phrases, each phrase adding
+``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avglen))`` for a record that holds it (f: its
+column-weighted occurrences), which is always below ``idf * (k1 + 1)``; idf is
+``log((N - n + 0.5) / (n + 0.5))`` for a phrase held by n of the N records, and 1e-6 when that is
+not positive. So a phrase held by many records adds little, and at most a known amount. The
+rare phrases are ranked first, in FTS5 (few records hold them); when the k-th best of those
+partial scores beats everything the other phrases could add, no record that holds only common
+phrases can reach the page, and neither can a record whose partial score is that far below the
+k-th; the few records left are ranked by FTS5 with the whole query, so ranks and ties are
+exactly the plain query's. Otherwise the plain query runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams
+from minionsd.storage import fts
+from minionsd.storage.read_txn import snapshot
+from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
+from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.text import ftsquery
+
+MAX_SEARCH_LIMIT = 500
+WEIGHTS = ", ".join(str(w) for w in fts.BM25_WEIGHTS)
+# The bounded page is tried when some phrase has at least CHEAP holders, and when it ranks
+# at most 1/SAVING as many records as the plain query would.
+CHEAP = 2000
+SAVING = 4
+# Relative slack for float rounding between FTS5's sums and the bounds computed here.
+SLACK = 1e-9
+
+
+def search(conn: sqlite3.Connection, params: Mapping[str, Any],
+           now: datetime) -> dict[str, Any]:
+    """memory.search's answer, every statement in one read transaction: the bounds, the
+    page, its rows and the total all see the same records."""
+    with snapshot(conn):
+        return _search(conn, params, now)
+
+
+def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
+            now: datetime) -> dict[str, Any]:
+    query = params.get("query")
+    if not isinstance(query, str):
+        raise InvalidParams("'query' must be a string", param="query")
+    limit = params.get("limit", 20)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidParams(f"'limit' must be an integer from 1 to {MAX_SEARCH_LIMIT}",
+                            param="limit")
+    statuses = params.get("status") or ["active"]
+    if isinstance(statuses, str):
+        statuses = [statuses]
+    if not isinstance(statuses, list):
+        raise InvalidParams("'status' must be a list of statuses", param="status")
+    for status in statuses:
+        check_choice(status, "status", STATUSES)
+    phrases = ftsquery.search_phrases(query)
+    if not phrases:
+        return {"records": [], "total": 0}
+    where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
+    binds: dict[str, Any] = {"expr": " OR ".join(phrases), "now": iso(now), "limit": limit}
+    binds |= {f"s{i}": s for i, s in enumerate(statuses)}
+    if params.get("type") is not None:
+        binds["type"] = check_choice(params["type"], "type", TYPES)
+        where.append("r.type = :type")
+    if params.get("scope") is not None:
+        binds["scope"] = check_scope(params["scope"])
+        where.append("r.scope = :scope")
+    for column in ("project", "agent"):
+        if params.get(column) is not None:
+            binds[column] = opt_str(params, column, 200)
+            where.append(f"r.{column} = :{column}")
+    condition = " AND ".join(where)
+    # A search of active records alone tells records apart by the (few) inactive ones instead
+    # of looking every match up in memory_records.
+    inactive = _inactive(conn, binds["now"]) if statuses == ["active"] and len(where) == 1 \
+        else None
+    ranked = _bounded_page(conn, phrases, binds, condition, limit, inactive)
+    if ranked is None and inactive is not None:
+        ranked = _rank_active(conn, binds, limit, inactive)
+    # Rank first on the narrow join, then build rows and snippets for the page only: the
+    # snippet and the wide row are the expensive part when thousands of records match.
+    if ranked is None:
+        ranked = [(row[0], row[1]) for row in conn.execute(
+            f"""SELECT r.seq, memory_fts.rank
+                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
+                  AND {condition}
+                ORDER BY memory_fts.rank, r.id LIMIT :limit""", binds)]
+    total = _count_active(conn, binds["expr"], inactive) if inactive is not None \
+        else conn.execute(
+            f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
+    return {"records": _page_rows(conn, ranked, binds), "total": total}
+
+
+def _page_rows(conn: sqlite3.Connection, ranked: list[tuple[int, float]],
+               binds: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The wire records of the ranked (seq, rank) page, with their snippets, in page order."""
+    if not ranked:
+        return []
+    order = {seq: (rank, i) for i, (seq, rank) in enumerate(ranked)}
+    rows = conn.execute(
+        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :expr
+              AND memory_fts.rowid IN (SELECT value FROM json_each(:seqs))""",
+        {**binds, "seqs": json.dumps(list(order))}).fetchall()
+    rows.sort(key=lambda row: order[row["seq"]][1])
+    return [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
+                            "rank": order[row["seq"]][0]} for row in rows]
+
+
+# --- the bounded page ------------------------------------------------------------------------
+
+def phrase_bound(rows: int, holders: int) -> float:
+    """More than any one phrase can add to a record's bm25 score, for an index of at most
+    `rows` records of which at least `holders` hold the phrase (FTS5's idf, clamped to 1e-6
+    when not positive, times k1 + 1: the limit of f (k1 + 1) / (f + k1 D) as f grows)."""
+    idf = math.log((rows - holders + 0.5) / (holders + 0.5))
+    return max(idf, 1e-6) * (fts.BM25_K1 + 1.0)
+
+
+def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
+                  condition: str, limit: int,
+                  inactive: set[int] | None = None) -> list[tuple[int, float]] | None:
+    """The page as (seq, rank), found from the records that hold the rarest phrases (module
+    docstring), or None when it cannot be told that way within the budget. `inactive`: the
+    records a search of active records leaves out (None: `condition` decides)."""
+    if len(phrases) < 2:
+        return None
+    # Few matches in all: ranking them is as cheap as anything else.
+    holders = phrase_counts(conn, phrases, CHEAP)
+    if max(holders) < CHEAP:
+        return None
+    rows = fts.index_stats(conn).rows
+    # An index a little larger than counted only raises the bounds (idf grows with N).
+    rows_high = rows + max(10, rows // 1000)
+    many = [i for i, n in enumerate(holders) if n >= CHEAP]
+    for i, n in zip(many, phrase_counts(conn, [phrases[i] for i in many],
+                                            max(CHEAP, rows_high // 2 + 1)), strict=True):
+        holders[i] = n
+    if max(holders) > rows_high:
+        return None  # the statistics are not the index's: rank the plain way
+    order = sorted(range(len(phrases)), key=lambda i: holders[i])
+    bounds = [phrase_bound(rows_high, holders[i]) for i in order]
+    # The plain query scores at least the largest phrase's records; this way must score
+    # far fewer (the rare phrases' records, then those near the page) to be worth it.
+    budget = max(holders) // SAVING
+    for split in range(1, len(order)):
+        rare_holders = sum(holders[i] for i in order[:split])
+        if rare_holders > budget:
+            return None
+        rest = math.fsum(bounds[split:])
+        if math.fsum(bounds[:split]) <= rest:
+            continue  # even a record holding every rare phrase could be overtaken
+        rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
+        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
+                               inactive, budget)
+        if page is not None:
+            return page
+    return None
+
+
+def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
+                    binds: Mapping[str, Any], condition: str, limit: int,
+                    inactive: set[int] | None, most: int) -> list[tuple[int, float]] | None:
+    """The page when the `limit`-th best score over the `rare` phrases alone, among records
+    that pass `condition` (or are not `inactive`), is above `rest` (all the other phrases
+    could add), and at most `most` records come near enough to it to be ranked in full;
+    else None."""
+    if inactive is None:
+        scored = [(row[0], -row[1]) for row in conn.execute(
+            f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
+                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+                WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
+    else:
+        scored = [(seq, -rank) for seq, rank in bm25_scores(conn, rare, WEIGHTS)
+                  if seq not in inactive]
+    if len(scored) < limit:
+        return None
+    scores = sorted((score for _, score in scored), reverse=True)
+    threshold = scores[limit - 1]
+    slack = SLACK * (abs(threshold) + rest + 1.0)
+    if threshold <= rest + slack:
+        return None
+    # Every record outside these scores below `threshold`, and at least `limit` records
+    # score at least that: the page is among them.
+    near = [seq for seq, score in scored if score + rest + 2 * slack >= threshold]
+    if len(near) > most:
+        return None
+    ids = dict(fts.rows_by_seq(conn, "seq, id", near))
+    ranks = ranks_of(conn, binds["expr"], WEIGHTS, near)
+    ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
+    return [(seq, rank) for rank, _, seq in ranked[:limit]]
+
+
+# --- the plain ways ----------------------------------------------------------------------------
+
+def _inactive(conn: sqlite3.Connection, now: str) -> set[int]:
+    """The records a search of active records leaves out: stored as not active, or active
+    with an expiry that has passed (few; read from two indexes alone)."""
+    return {row[0] for row in conn.execute(
+        """SELECT seq FROM memory_records INDEXED BY memory_records_status
+             WHERE status IN ('superseded', 'retracted', 'expired')
+           UNION ALL
+           SELECT seq FROM memory_records INDEXED BY memory_records_expiring
+             WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= :now""",
+        {"now": now})}
+
+
+def _rank_active(conn: sqlite3.Connection, binds: Mapping[str, Any], limit: int,
+                 inactive: set[int]) -> list[tuple[int, float]] | None:
+    """The page of a search of active records by (rank, id), ranked in the FTS index alone:
+    the best few matches are taken from FTS5, then the ids of the active ones are looked up,
+    instead of joining every match with memory_records (half the cost when most records
+    match). None when that page cannot be told apart from what lies beyond the matches
+    taken (too many inactive ones among them, or a tie at the edge): the caller then ranks
+    with the join."""
+    for want in (2 * limit + 10, 8 * limit + 100):
+        hits = best(conn, binds["expr"], WEIGHTS, want)
+        ids = dict(fts.rows_by_seq(conn, "seq, id",
+                                   [seq for seq, _ in hits if seq not in inactive]))
+        active = sorted((rank, ids[seq], seq) for seq, rank in hits if seq in ids)
+        # When more matches may follow, the page must end before them.
+        if len(hits) < want or (len(active) >= limit and hits[-1][1] > active[limit - 1][0]):
+            return [(seq, rank) for rank, _, seq in active[:limit]]
+    return None
+
+
+# Up to this many inactive records are looked up in the index one by one; more are told
+# apart in one pass over the matches.
+_LOOKUPS = 100
+
+
+def _count_active(conn: sqlite3.Connection, expression: str, inactive: set[int]) -> int:
+    """Matches among active records: every match, minus the inactive ones."""
+    return count_matches(conn, expression, sorted(inactive), _LOOKUPS)
+
+
+# --- FTS5 reads ------------------------------------------------------------------------------
+
+def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
+    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
+    counted to at most `cap`, in one statement."""
+    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+    binds: list[Any] = []
+    for phrase in phrases:
+        binds += [phrase, cap]
+    return list(fts.plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
+                                           binds).fetchone())
+
+
+def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
+             seqs: list[int]) -> list[tuple[int, float]]:
+    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
+    `expression`, exactly as a search of every match ranks them.
+
+    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
+    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
+    matches once, and bm25 runs only for the rows that pass."""
+    if not seqs:
+        return []
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
+              AND +rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(seqs))).fetchall()
+
+
+def bm25_scores(conn: sqlite3.Connection, expression: str,
+           weights: str) -> list[tuple[int, float]]:
+    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
+    return fts.plain_cursor(conn).execute(
+        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
+        (expression,)).fetchall()
+
+
+def best(conn: sqlite3.Connection, expression: str, weights: str,
+         count: int) -> list[tuple[int, float]]:
+    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
+    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
+    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
+            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
+
+
+def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
+                  lookups: int) -> int:
+    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
+    are looked up in the index one by one, more are told apart in the same pass that counts
+    (`+rowid`: a test on each match, not a lookup per value)."""
+    cur = fts.plain_cursor(conn)
+    if len(excluded) > lookups:
+        return cur.execute(
+            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
+                   (SELECT value FROM json_each(?)))
+               FROM memory_fts WHERE memory_fts MATCH ?""",
+            (json.dumps(excluded), expression)).fetchone()[0]
+    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                          (expression,)).fetchone()[0]
+    if not excluded:
+        return matches
+    return matches - cur.execute(
+        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
+             AND rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(excluded))).fetchone()[0]
+
+
+def _placeholders(values: Sequence[str]) -> str:
+    return ", ".join(f":s{i}" for i in range(len(values)))

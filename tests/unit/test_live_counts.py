@@ -1,0 +1,163 @@
+"""status's records figures kept in memory (storage/live_counts.py) equal a count over the
+whole table at any time asked, after any lifecycle steps, including records that expire at
+read time; past the expiry times memory holds they say so instead of guessing."""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minionsd.clock import iso
+from minionsd.errors import InvalidParams, InvalidState
+from minionsd.storage import job_runs, journal, records
+from minionsd.storage.database import Database, connect, migrate
+from minionsd.storage.live_counts import LiveCounts
+from tests.unit.test_record_counts import new_record
+
+T0 = datetime(2026, 6, 1, tzinfo=UTC)
+HEAD = 3  # few kept expiry times, so the "not known from memory" edge is reached often
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    c = connect(tmp_path / "state.db")
+    migrate(c)
+    yield c
+    c.close()
+
+
+OPS = st.lists(st.tuples(
+    st.sampled_from(["add", "add_expiring", "retract", "supersede", "expire", "pin",
+                     "expire_due", "delete", "set_expiry", "advance", "nothing", "rollback"]),
+    st.integers(0, 50), st.integers(-30, 30)), max_size=40)
+
+
+def step(conn: sqlite3.Connection, ids: list[str], op: str, pick: int, hours: int,
+         now: datetime) -> None:
+    target = ids[pick % len(ids)] if ids else None
+    if op == "add" or target is None:
+        ids.append(new_record(conn, now, None))
+    elif op == "add_expiring":
+        ids.append(new_record(conn, now, hours))
+    elif op == "retract":
+        records.retract(conn, target, "wrong", now)
+    elif op == "supersede":
+        records.supersede(conn, target, ids[(pick + 1) % len(ids)], now)
+    elif op == "expire":
+        records.expire(conn, target, now)
+    elif op == "pin":
+        records.pin(conn, target, now)
+    elif op == "expire_due":
+        records.expire_due(conn, now)
+    elif op == "delete":
+        conn.execute("DELETE FROM memory_records WHERE id = ?", (target,))
+        ids.remove(target)
+    elif op == "set_expiry":
+        conn.execute("UPDATE memory_records SET expires_at = ? WHERE id = ?",
+                     (iso(now + timedelta(hours=hours)), target))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_figures_equal_a_full_count_or_say_they_cannot(conn: sqlite3.Connection,
+                                                       ops: list) -> None:
+    conn.execute("DELETE FROM memory_records")
+    live = LiveCounts(head=HEAD)
+    live.refresh(conn)
+    now = T0
+    ids: list[str] = []
+    for op, pick, hours in ops:
+        if op == "advance":
+            now += timedelta(hours=abs(hours))
+        elif op != "nothing":
+            kept = list(ids)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                step(conn, ids, op, pick, hours, now)
+            except (InvalidState, InvalidParams):
+                pass  # a step the lifecycle refuses (e.g. retracting twice) changes nothing
+            if op == "rollback" or (op == "add" and pick % 7 == 0):
+                conn.execute("ROLLBACK")  # what a failed write leaves: nothing
+                ids[:] = kept
+            else:
+                conn.execute("COMMIT")
+            live.refresh(conn)  # the writer does this after every transaction
+        for at in (now, now + timedelta(hours=12), now - timedelta(hours=12),
+                   now + timedelta(days=400)):
+            figures = live.records(iso(at))
+            expected = records.status_counts_by_scan(conn, at)
+            if figures is not None:
+                assert figures == expected
+            else:  # only when more records may expire by then than memory keeps
+                due = conn.execute(
+                    "SELECT count(*) FROM memory_records WHERE status = 'active' "
+                    "AND expires_at IS NOT NULL AND expires_at <= ?", (iso(at),)).fetchone()[0]
+                assert due >= HEAD
+
+
+def test_a_commit_that_changed_nothing_reads_nothing_again(conn: sqlite3.Connection) -> None:
+    live = LiveCounts()
+    live.refresh(conn)
+    first = live.figures
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("COMMIT")
+    live.refresh(conn)
+    assert live.figures is first
+    conn.execute("BEGIN IMMEDIATE")
+    new_record(conn, T0, None)
+    conn.execute("COMMIT")
+    live.refresh(conn)
+    assert live.figures is not first and live.figures.version == first.version + 1
+    assert live.records(iso(T0))["active"] == 1
+
+
+def test_journal_counters_and_job_results_follow_the_writes(conn: sqlite3.Connection) -> None:
+    live = LiveCounts()
+    live.refresh(conn)
+    assert live.job_runs() == {} and live.counters() == journal.counters(conn)
+    conn.execute("BEGIN IMMEDIATE")
+    job_runs.record_run(conn, "expiry", iso(T0), True, "expired=2")
+    conn.execute("COMMIT")
+    live.refresh(conn)
+    assert live.job_runs() == job_runs.last_runs(conn) == {
+        "expiry": {"at": iso(T0), "ok": True, "summary": "expired=2"}}
+
+
+def test_a_database_answers_with_its_own_write_already_counted(tmp_path: Path) -> None:
+    """The figures are read on the writer before the write's caller hears back: a write that
+    was answered is in them (what `status` after `memory.add` relies on)."""
+    import asyncio
+
+    db = Database(tmp_path / "state.db")
+    try:
+        async def run() -> None:
+            for n in range(5):
+                await db.write_grouped(lambda c, n=n: new_record(c, T0, n - 2))
+                counts = db.live.records(iso(T0))
+                assert counts == await db.read(records.status_counts_by_scan, T0)
+                assert sum(counts.values()) == n + 1
+        asyncio.run(run())
+    finally:
+        db.close()
+
+
+def test_expiry_times_compare_as_sql_compares_them() -> None:
+    kept = sorted(["2026-06-01T00:00:00.000Z", "2026-06-01T00:00:00.001Z",
+                   "2026-06-02T10:00:00.000Z"])
+    memory = sqlite3.connect(":memory:")
+    try:
+        for now in ("2026-06-01T00:00:00.000Z", "2026-06-01T00:00:00.0005Z", "2026-06-03"):
+            sql = memory.execute(
+                "SELECT count(*) FROM (SELECT ? AS e UNION ALL SELECT ? UNION ALL SELECT ?) "
+                "WHERE e <= ?", (*kept, now)).fetchone()[0]
+            assert bisect.bisect_right(kept, now) == sql
+    finally:
+        memory.close()
