@@ -19,7 +19,7 @@ from minionsd.errors import InvalidParams, InvalidState
 from minionsd.storage import job_runs, journal, records
 from minionsd.storage.database import Database, connect, migrate
 from minionsd.storage.live_counts import LiveCounts
-from tests.unit.test_record_counts import new_record
+from tests.unit.test_record_counts import new_record, step
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 HEAD = 3  # few kept expiry times, so the "not known from memory" edge is reached often
@@ -37,31 +37,6 @@ OPS = st.lists(st.tuples(
     st.sampled_from(["add", "add_expiring", "retract", "supersede", "expire", "pin",
                      "expire_due", "delete", "set_expiry", "advance", "nothing", "rollback"]),
     st.integers(0, 50), st.integers(-30, 30)), max_size=40)
-
-
-def step(conn: sqlite3.Connection, ids: list[str], op: str, pick: int, hours: int,
-         now: datetime) -> None:
-    target = ids[pick % len(ids)] if ids else None
-    if op == "add" or target is None:
-        ids.append(new_record(conn, now, None))
-    elif op == "add_expiring":
-        ids.append(new_record(conn, now, hours))
-    elif op == "retract":
-        records.retract(conn, target, "wrong", now)
-    elif op == "supersede":
-        records.supersede(conn, target, ids[(pick + 1) % len(ids)], now)
-    elif op == "expire":
-        records.expire(conn, target, now)
-    elif op == "pin":
-        records.pin(conn, target, now)
-    elif op == "expire_due":
-        records.expire_due(conn, now)
-    elif op == "delete":
-        conn.execute("DELETE FROM memory_records WHERE id = ?", (target,))
-        ids.remove(target)
-    elif op == "set_expiry":
-        conn.execute("UPDATE memory_records SET expires_at = ? WHERE id = ?",
-                     (iso(now + timedelta(hours=hours)), target))
 
 
 @settings(max_examples=60, deadline=None,

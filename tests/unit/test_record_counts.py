@@ -36,6 +36,31 @@ def new_record(conn: sqlite3.Connection, now: datetime, expires_in_h: int | None
     return records.insert(conn, fields, now)
 
 
+def step(conn: sqlite3.Connection, ids: list[str], op: str, pick: int, hours: int,
+         now: datetime) -> None:
+    target = ids[pick % len(ids)] if ids else None
+    if op == "add" or target is None:
+        ids.append(new_record(conn, now, None))
+    elif op == "add_expiring":
+        ids.append(new_record(conn, now, hours))
+    elif op == "retract":
+        records.retract(conn, target, "wrong", now)
+    elif op == "supersede":
+        records.supersede(conn, target, ids[(pick + 1) % len(ids)], now)
+    elif op == "expire":
+        records.expire(conn, target, now)
+    elif op == "pin":
+        records.pin(conn, target, now)
+    elif op == "expire_due":
+        records.expire_due(conn, now)
+    elif op == "delete":
+        conn.execute("DELETE FROM memory_records WHERE id = ?", (target,))
+        ids.remove(target)
+    elif op == "set_expiry":
+        conn.execute("UPDATE memory_records SET expires_at = ? WHERE id = ?",
+                     (iso(now + timedelta(hours=hours)), target))
+
+
 OPS = st.lists(st.tuples(
     st.sampled_from(["add", "add_expiring", "retract", "supersede", "expire", "pin",
                      "expire_due", "delete", "set_expiry", "advance"]),
@@ -50,30 +75,11 @@ def test_counters_equal_a_full_count(conn: sqlite3.Connection, ops: list) -> Non
     now = T0
     ids: list[str] = []
     for op, pick, hours in ops:
-        target = ids[pick % len(ids)] if ids else None
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if op == "add" or target is None:
-                ids.append(new_record(conn, now, None))
-            elif op == "add_expiring":
-                ids.append(new_record(conn, now, hours))
-            elif op == "retract":
-                records.retract(conn, target, "wrong", now)
-            elif op == "supersede":
-                records.supersede(conn, target, ids[(pick + 1) % len(ids)], now)
-            elif op == "expire":
-                records.expire(conn, target, now)
-            elif op == "pin":
-                records.pin(conn, target, now)
-            elif op == "expire_due":
-                records.expire_due(conn, now)
-            elif op == "delete":
-                conn.execute("DELETE FROM memory_records WHERE id = ?", (target,))
-                ids.remove(target)
-            elif op == "set_expiry":
-                conn.execute("UPDATE memory_records SET expires_at = ? WHERE id = ?",
-                             (iso(now + timedelta(hours=hours)), target))
-            elif op == "advance":
+            if op != "advance":
+                step(conn, ids, op, pick, hours, now)
+            else:
                 now += timedelta(hours=abs(hours))
         except (InvalidState, InvalidParams):
             pass  # a step the lifecycle refuses (e.g. retracting twice) changes nothing
