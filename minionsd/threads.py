@@ -59,6 +59,12 @@ class DaemonWorkers:
         running a job ends when it is done (or is abandoned with the process)."""
         with self._lock:
             self._closed = True
+        self.end_waiting(timeout)
+
+    def end_waiting(self, timeout: float = 2.0) -> None:
+        """End the workers waiting for a job now, without closing: a later job starts a new
+        one (an embedding process, such as a test run, lets go of idle threads this way)."""
+        with self._lock:
             waiting, self._idle = list(self._waiting), 0
             for _ in waiting:
                 self._jobs.put(None)

@@ -112,3 +112,21 @@ def test_close_ends_the_waiting_workers() -> None:
     # After close a job still runs, on a thread that ends with it.
     assert asyncio.run(run_in_daemon_thread(lambda: 5, name="job-late", workers=workers)) == 5
     wait_until(lambda: not workers_alive())
+
+
+def test_end_waiting_lets_go_of_idle_workers_and_the_pool_still_reuses() -> None:
+    workers = DaemonWorkers(idle_s=60.0)
+
+    async def run() -> None:
+        await asyncio.gather(*(run_in_daemon_thread(time.sleep, 0.05, name=f"job-{n}",
+                                                    workers=workers) for n in range(2)))
+
+    asyncio.run(run())
+    wait_until(lambda: workers.idle() == 2)
+    workers.end_waiting()
+    assert not workers_alive() and workers.idle() == 0
+    # Not closed: a finished job's worker waits for the next one again.
+    assert asyncio.run(run_in_daemon_thread(lambda: 6, name="job-again", workers=workers)) == 6
+    wait_until(lambda: workers.idle() == 1)
+    workers.close()
+    assert not workers_alive()
