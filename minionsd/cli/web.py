@@ -9,16 +9,17 @@ import os
 import sys
 from typing import Any
 
-from minionsd.cli.common import AddParser, Call, Formatter
+from minionsd.cli.common import AddParser, Call, CommandError, Formatter
 
 
-def gateway_url(config: dict[str, Any]) -> str:
-    """Where browsers reach the gateway: gateway.public_url, else its listen address."""
+def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
+    """Where browsers reach the gateway: the address `serve --listen` was given (`listen`),
+    else gateway.public_url, else gateway.listen."""
     gateway = config.get("gateway") or {}
     public = (gateway.get("public_url") or "").rstrip("/")
-    if public:
+    if public and not listen:
         return public
-    listen = gateway.get("listen") or "127.0.0.1:8765"
+    listen = listen or gateway.get("listen") or "127.0.0.1:8765"
     host, _, port = listen.rpartition(":")
     if host in ("0.0.0.0", "::", "[::]", ""):
         host = "127.0.0.1"
@@ -32,9 +33,14 @@ def can_open_browser() -> bool:
 
 
 def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
+    if args.listen is not None:
+        _host, colon, port = args.listen.rpartition(":")
+        if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+            raise CommandError(f"--listen must be HOST:PORT as given to `minionsctl serve "
+                               f"--listen`, not {args.listen!r}")
     config = call("config.get", {})["value"]
     link = call("web.link_create", {})
-    url = f"{gateway_url(config)}/login?code={link['code']}"
+    url = f"{gateway_url(config, args.listen)}/login?code={link['code']}"
     result = link | {"url": url}
     opened = False
     if not args.no_open and can_open_browser():
@@ -55,6 +61,9 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
 def add_parsers(add: AddParser) -> None:
     p = add("web", "print a one-time sign-in link for the web view (and open it)")
     p.add_argument("--no-open", action="store_true", help="print the link only")
+    p.add_argument("--listen", metavar="HOST:PORT",
+                   help="the address the gateway was started on with `serve --listen` "
+                   "(default: gateway.public_url, else gateway.listen)")
 
 
 COMMANDS = {"web": _web}

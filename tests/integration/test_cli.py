@@ -354,3 +354,12 @@ def run_against_a_dying_daemon(*args: str,
         listener.close()
         shutil.rmtree(root, ignore_errors=True)
     return result, got
+
+
+def test_web_link_follows_the_address_serve_was_started_on(ctl):
+    configured = ok(ctl("web", "--no-open")).splitlines()[0]
+    assert configured.startswith("http://127.0.0.1:8765/login?code=")
+    moved = ok(ctl("web", "--no-open", "--listen", "0.0.0.0:9123")).splitlines()[0]
+    assert moved.startswith("http://127.0.0.1:9123/login?code=")
+    bad = ctl("web", "--no-open", "--listen", "localhost")
+    assert bad.returncode != 0 and "--listen must be HOST:PORT" in bad.stderr
