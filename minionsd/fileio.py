@@ -41,8 +41,9 @@ def _temp_name(path: Path, tag: str) -> Path:
                                    f"{secrets.token_hex(6)}"))
 
 
-def _write_temp(path: Path, tag: str, data: bytes, mode: int) -> Path:
-    """Write `data` to a fresh temp file beside `path` and fsync it; returns its path.
+def _write_temp(path: Path, tag: str, data: bytes, mode: int, sync: bool = True) -> Path:
+    """Write `data` to a fresh temp file beside `path` and fsync it (unless `sync` is false);
+    returns its path.
 
     O_EXCL: a temp file is only ever this writer's own inode, so two writers can never
     truncate or fill each other's file.
@@ -57,8 +58,9 @@ def _write_temp(path: Path, tag: str, data: bytes, mode: int) -> Path:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -196,20 +198,7 @@ def write_temp_unsynced(path: Path, text: str, mode: int = 0o600) -> Path:
     """A fresh hidden temp file beside `path` holding `text`, not yet synced (see
     create_from_temp and flush_to_disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        tmp = _temp_name(path, "new")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
+    return _write_temp(path, "new", text.encode("utf-8"), mode, sync=False)
 
 
 def create_from_temp(tmp: Path, path: Path) -> None:
