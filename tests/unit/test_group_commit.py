@@ -99,12 +99,18 @@ def test_no_grouped_write_after_close(tmp_path):
 
 
 def test_prepare_runs_on_its_own_connection(db):
-    def tokens(conn: sqlite3.Connection, text: str) -> int:
+    def tokens(conn: sqlite3.Connection, text: str) -> tuple[int, int]:
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.t USING fts5(x)")
         conn.execute("INSERT INTO temp.t (x) VALUES (?)", (text,))
-        return conn.execute("SELECT count(*) FROM temp.t").fetchone()[0]
+        return threading.get_ident(), conn.execute("SELECT count(*) FROM temp.t").fetchone()[0]
 
-    async def scenario() -> tuple[int, int]:
-        return await db.prepare(tokens, "a b"), await db.prepare(tokens, "c")
+    async def scenario() -> list[tuple[int, int]]:
+        return [await db.prepare(tokens, f"word {n}") for n in range(8)]
 
-    assert asyncio.run(scenario()) == (1, 2)  # the same scratch connection, kept
+    # Each preparing thread keeps its own scratch connection: the rows one thread inserted
+    # are there on its next call (there may be more than one preparing thread).
+    seen: dict[int, list[int]] = {}
+    for thread, count in asyncio.run(scenario()):
+        seen.setdefault(thread, []).append(count)
+    for counts in seen.values():
+        assert counts == list(range(1, len(counts) + 1))
