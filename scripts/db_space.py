@@ -9,8 +9,10 @@ Python's usual builds are).
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
 import sys
+from pathlib import Path
 
 COLUMNS = ("title", "body", "search_aux", "term_counts", "paths", "tags", "meta")
 
@@ -45,10 +47,22 @@ def space_lines(path: str, top: int = 0) -> list[str]:
     return lines
 
 
-def main(path: str) -> int:
-    print("\n".join(space_lines(path)))
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Where a state.db's bytes go (read-only).")
+    parser.add_argument("db", type=Path, help="path of the state.db to read")
+    parser.add_argument("--top", type=int, default=0,
+                        help="show only the N largest tables and indexes (default: all)")
+    args = parser.parse_args(argv)
+    if not args.db.is_file():
+        parser.error(f"no such file: {args.db}")
+    try:
+        lines = space_lines(str(args.db), top=args.top)
+    except sqlite3.Error as exc:
+        print(f"db_space: cannot read {args.db} as a minionsd state.db: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

@@ -38,3 +38,25 @@ def test_bench_startup_prints_the_figures_and_the_timeline():
                  "journal recovery \\(consolidation\\)", "start Scheduler", "socket listening",
                  "status #2"):
         assert re.search(rf"^ +[\d.]+ +[\d.]+ +[\d.]+  {step}", out, re.M), (step, out)
+
+
+def run_db_space(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "scripts/db_space.py", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_db_space_reports_a_real_home_and_names_what_is_wrong(tmp_path):
+    from minionsd.storage.database import Database
+
+    db = tmp_path / "state.db"
+    Database(db).close()
+    done = run_db_space(str(db), "--top", "3")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^   file / \(title \+ body\) = [\d.]+$", done.stdout, re.M), done.stdout
+    assert "--top" in run_db_space("--help").stdout
+    missing = run_db_space(str(tmp_path / "nothing.db"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    (tmp_path / "text.db").write_text("not sqlite")
+    wrong = run_db_space(str(tmp_path / "text.db"))
+    assert wrong.returncode == 1 and "cannot read" in wrong.stderr, wrong.stderr
+    assert "Traceback" not in missing.stderr + wrong.stderr
