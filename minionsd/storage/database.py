@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import structlog
 
 from minionsd.errors import StorageError
+from minionsd.storage import stem_memo
 from minionsd.storage.group_commit import GroupCommit, GroupedWrite
 from minionsd.storage.live_counts import LiveCounts
 
@@ -141,6 +142,7 @@ class Database:
                                         thread_name_prefix="db-prep")
         self._scratch = threading.local()
         self._scratches: list[sqlite3.Connection] = []
+        self._stem_memo = stem_memo.StemMemo()  # shared by the preparing threads (fts.term_counts)
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._read_lock = threading.Lock()
@@ -264,7 +266,9 @@ class Database:
     def _prepare(self, fn: Callable[..., T], *args: Any) -> T:
         scratch = getattr(self._scratch, "conn", None)
         if scratch is None:  # this preparing thread's own, closed with the database
-            scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False,
+                                      factory=stem_memo.ScratchConnection)
+            scratch.stem_memo = self._stem_memo
             self._scratch.conn = scratch
             with self._read_lock:
                 self._scratches.append(scratch)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from minionsd.storage.stem_memo import StemMemo, counts_of_ascii
 from minionsd.text import ftsquery
 from minionsd.text.textcut import scrub_surrogates
 
@@ -104,7 +105,9 @@ def _tokenise(cur: sqlite3.Cursor, values: Sequence[str]) -> None:
         cur.execute(_INSERT_SQL, values)
 
 
-def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> str:
+def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str, *,
+                memo: StemMemo | None = None,
+                tokens: tuple[list[str], list[str]] | None = None) -> str:
     """A record's stemmed, column-weighted term counts, as stored in memory_records.term_counts.
 
     Text, one line per stem: a header ``"2 <n> 1"`` (format 2; n = tokens in all three columns,
@@ -112,7 +115,18 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str) -> st
     and aux weighted by BM25_WEIGHTS, as FTS5's bm25 weighs them. FTS5 tokenises the text (in a
     TEMP table of `conn`, emptied at once), so the counts are exactly the index's. Computed
     once at write time so a retrieval reads it instead of tokenising every candidate's text.
+
+    With a `memo` (memory.add's preparing threads), ASCII text is cut into tokens in Python,
+    where FTS5's rule is plain (see _ascii_tokens), and only the stems of tokens the memo has
+    not seen are asked of FTS5: the same text, without tokenising and indexing every record a
+    second time in the TEMP table. `tokens`: title's and body's, when the caller has them
+    (ftsquery.index_aux_and_tokens).
     """
+    if memo is not None and _REPEATS is not None:
+        counted = counts_of_ascii(conn, memo, (title or "", body or "", aux or ""), _REPEATS,
+                                  tokens, stems, COUNTS_FORMAT)
+        if counted is not None:
+            return counted
     cur = plain_cursor(conn)
     values = tuple(scrub_surrogates(text or "") for text in (title, body, aux))
     if _REPEATS is not None:

@@ -38,10 +38,12 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
     """`fields` with the derived index columns (search_aux, term_counts) computed, so that
     insert() has only SQL left to run. `scratch` is any connection (its TEMP tables tokenise);
     the daemon computes these beside the writer, not on it."""
-    aux = ftsquery.index_aux_text(fields["title"], fields["body"], fields["paths"],
-                                  fields["tags"])
+    aux, tokens = ftsquery.index_aux_and_tokens(fields["title"], fields["body"],
+                                                fields["paths"], fields["tags"])
     return {**fields, "search_aux": aux,
-            "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux)}
+            "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux,
+                                           memo=getattr(scratch, "stem_memo", None),
+                                           tokens=tokens)}
 
 
 new_id = record_rows.new_id

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from operator import ne
 
 # English function words: articles, pronouns, auxiliaries, prepositions, conjunctions and the
 # commonest adverbs. Words that mean something in code (null, none, true, new, get, set, run,
@@ -225,6 +227,65 @@ def search_terms(text: str, max_terms: int = 32) -> list[str]:
     return unique_terms(code_terms(normalise_phrases(text)), max_terms)
 
 
+# Index side, pure-ASCII text. Each of _PHRASES as the tokens it needs (its verb's forms, its
+# particle), in _PHRASES' order: a phrase occurs in ASCII text only where its verb form and its
+# particle are tokens of that text (the phrase spans two whole tokens with only blanks between),
+# so a record whose tokens hold no such pair has no phrase, and most records are answered by
+# two set look-ups instead of a regular-expression scan.
+_PHRASE_TOKENS: tuple[tuple[frozenset[str], str], ...] = tuple(
+    (frozenset(verbs.split()), particle) for verbs, particle in (
+        ("time times timed timing", "out"),
+        ("set sets setting", "up"),
+        ("shut shuts shutting", "down"),
+        ("roll rolls rolled rolling", "back"),
+        ("back backs backed backing", "off"),
+        ("fall falls falling fell", "back"),
+        ("clean cleans cleaned cleaning", "up"),
+        ("log logs logged logging", "in"),
+        ("log logs logged logging", "out"),
+        ("sign signs signed signing", "in"),
+        ("start starts started starting", "up"),
+        ("look looks looked looking", "up"),
+    ))
+# Runs of letters, digits, '-' and '_' (one compound each) as _ASCII_NOT_COMPOUND cuts them,
+# but with upper case folded and '-'/'_' turned into '#': a run comes out different from
+# itself exactly when it has an upper-case letter or a '-'/'_' in it.
+_ASCII_FLAT_COMPOUND = str.maketrans(
+    {chr(c): (chr(c).lower() if chr(c).isupper() else "#" if chr(c) in "-_"
+              else chr(c) if chr(c).isalnum() else " ") for c in range(128)})
+
+
+def _ascii_rich_compounds(text: str) -> list[str]:
+    """_rich_compounds of pure-ASCII `text` with the per-run tests done in C: the runs that
+    have an upper-case letter or a '-'/'_' (the others give nothing but their own token) are
+    picked by comparing the runs with their folded copies, position by position."""
+    runs = text.translate(_ASCII_NOT_COMPOUND).split()
+    flat = text.translate(_ASCII_FLAT_COMPOUND).split()
+    picked = dict.fromkeys(compress(runs, map(ne, runs, flat)))
+    compounds = [run.strip("-_") for run in picked]
+    return [c for c in compounds
+            if "_" in c or "-" in c or (c[1:] != c[1:].lower() and _HAS_HUMP_RE.search(c))]
+
+
+def _ascii_aux_words(sources: Sequence[str], plain: set[str]) -> dict[str, None]:
+    """index_aux_text's extra terms (identifier forms and phrase forms) of pure-ASCII
+    `sources`, whose plain tokens are `plain`."""
+    maybe_phrase = any(particle in plain and not verbs.isdisjoint(plain)
+                       for verbs, particle in _PHRASE_TOKENS)
+    extra: dict[str, None] = {}
+    for source in sources:
+        terms = [term for compound in _ascii_rich_compounds(source)
+                 for term in _compound_terms(compound)]
+        if maybe_phrase:
+            terms += phrase_forms(source)
+        for term in terms:
+            if term not in plain and len(term) <= MAX_TERM_CHARS:
+                extra.setdefault(term)
+        if len(extra) >= _AUX_MAX_EXTRA_TERMS:
+            break
+    return extra
+
+
 _AUX_MAX_PATHS = 50
 _AUX_MAX_TAGS = 50
 _AUX_MAX_ITEM_CHARS = 300
@@ -241,10 +302,29 @@ def index_aux_text(
     glued together, path stems, and one-word forms of phrasal verbs. Plain tokens already in
     title, body, paths or tags are left out so they are not counted twice. Bounded to a few KB.
     """
+    return index_aux_and_tokens(title, body, paths, tags)[0]
+
+
+def index_aux_and_tokens(
+    title: str, body: str, paths: Sequence[str], tags: Sequence[str]
+) -> tuple[str, tuple[list[str], list[str]] | None]:
+    """index_aux_text, and when title and body are pure ASCII their plain tokens in order
+    (lower-cased: FTS5's tokens before stemming), which it cuts them into anyway."""
     paths = [str(p)[:_AUX_MAX_ITEM_CHARS] for p in list(paths)[:_AUX_MAX_PATHS]]
     tags = [str(t)[:_AUX_MAX_ITEM_CHARS] for t in list(tags)[:_AUX_MAX_TAGS]]
     texts = [t if isinstance(t, str) else "" for t in (title, body)]
     sources = [*paths, *tags, *texts]
+    if all(s.isascii() for s in sources):  # NFC changes no ASCII text
+        cut = [s.lower().translate(_ASCII_NOT_TOKEN).split() for s in sources]
+        plain = set().union(*cut)
+        words = list(_ascii_aux_words(sources, plain))[:_AUX_MAX_EXTRA_TERMS]
+        aux = "\n".join(part for part in (" ".join(paths), " ".join(tags), " ".join(words))
+                         if part)
+        return aux, (cut[-2], cut[-1])
+    return _aux_text(paths, tags, sources), None
+
+
+def _aux_text(paths: list[str], tags: list[str], sources: list[str]) -> str:
     normalised = [unicodedata.normalize("NFC", s) for s in sources]
     # Tokens FTS5 already gets from title, body and the verbatim paths and tags.
     plain = {t for s in normalised for t in _plain_tokens(s)}

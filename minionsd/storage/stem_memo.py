@@ -1,0 +1,118 @@
+"""Term counts of pure-ASCII records without a second FTS5 pass (fts.term_counts' fast path
+for memory.add's preparing threads).
+
+For ASCII text, unicode61's rule is simple: a token is a run of ASCII letters and digits (every
+other ASCII character separates), folded to lower case; the porter stemmer then maps each token
+on its own. So a token's stem, asked of FTS5 once, can be remembered, and a record's counts
+built from its tokens in Python, in FTS5's order (the index sorts terms by their bytes: for
+ASCII, as Python sorts str). The text stored is the same as FTS5 counting it would give
+(tests/unit/test_index_ascii_paths.py checks it against FTS5's own counts).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+# fts.stems: FTS5's stems of words, from a TEMP table of the connection.
+Stems = Callable[[sqlite3.Connection, Iterable[str]], Mapping[str, "str | None"]]
+
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+MEMO_STEMS = 20_000  # tokens remembered (~2 MB); all forgotten at once when full
+_MEMO_TOKEN_CHARS = 64  # longer tokens are asked of FTS5 each time, never remembered
+
+
+def ascii_tokens(text: str) -> list[str]:
+    """FTS5's tokens of ASCII `text` (unicode61: lower-cased runs of letters and digits), in
+    order, before stemming."""
+    return text.lower().translate(_ASCII_SEPARATORS).split()
+
+
+class ScratchConnection(sqlite3.Connection):
+    """A connection that tokenises for the preparing threads (Database.prepare), with the
+    stem memo they share."""
+
+    stem_memo: StemMemo | None = None
+
+
+class StemMemo:
+    """FTS5's porter stems of ASCII tokens seen before, shared by the threads that prepare
+    memory.add (the tokenizer is fixed, so a token's stem never changes). Bounded; emptied
+    when full."""
+
+    def __init__(self, limit: int = MEMO_STEMS) -> None:
+        self.limit = limit
+        self._stems: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._stems)
+
+    def of(self, conn: sqlite3.Connection, tokens: set[str],
+           stems: Stems) -> Mapping[str, str] | None:
+        """token -> stem for every token of `tokens` (ASCII letters and digits, lower case),
+        from the memo or from `stems` (fts.stems: FTS5 in a TEMP table of `conn`); None should
+        it not give one stem per token."""
+        known = self._stems
+        missing = tokens.difference(known)
+        if not missing:
+            return known
+        found = stems(conn, missing)
+        if None in found.values():
+            return None
+        with self._lock:
+            if len(known) + len(found) > self.limit:
+                known.clear()
+            for token, stem in found.items():
+                if len(known) >= self.limit:
+                    break
+                if len(token) <= _MEMO_TOKEN_CHARS:  # the token itself when nothing changed
+                    known[token] = token if stem == token else stem  # type: ignore[assignment]
+        return _Both(found, known)  # type: ignore[return-value]
+
+
+class _Both(dict[str, str]):
+    """Stems just asked of FTS5, then those the memo knew."""
+
+    def __init__(self, found: Mapping[str, str], known: Mapping[str, str]) -> None:
+        super().__init__(found)
+        self.known = known
+
+    def __missing__(self, token: str) -> str:
+        return self.known[token]
+
+
+def counts_of_ascii(conn: sqlite3.Connection, memo: StemMemo, texts: Sequence[str],
+                    repeats: Sequence[int], tokens: tuple[list[str], list[str]] | None,
+                    stems: Stems, version: str) -> str | None:
+    """fts.term_counts of ASCII (title, body, aux), each column's tokens counted `repeats`
+    times, from their tokens and remembered stems (`version`: the format's first word); None
+    for other text (or should a stem be missing: the memo was emptied by another thread
+    meanwhile)."""
+    if not all(text.isascii() for text in texts):
+        return None
+    if tokens is None:
+        columns = [ascii_tokens(text) for text in texts]
+    else:
+        columns = [tokens[0], tokens[1], ascii_tokens(texts[2])]
+    distinct = set(columns[1])
+    distinct.update(columns[0], columns[2])
+    stem_of = memo.of(conn, distinct, stems)
+    if stem_of is None:
+        return None
+    get = stem_of.__getitem__
+    counts: Counter[str] = Counter()
+    try:
+        for column, times in zip(columns, repeats, strict=True):
+            if column:
+                counts.update(map(get, column * times if times > 1 else column))
+    except KeyError:
+        return None
+    head = f"{version} {sum(map(len, columns))} 1\n"
+    if not counts:
+        return head
+    ordered = sorted(counts)  # str keys only: the sort compares them directly
+    lines = map(" ".join, zip(ordered, map(str, map(counts.__getitem__, ordered)), strict=True))
+    return head + "\n".join(lines) + "\n"

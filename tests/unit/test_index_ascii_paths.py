@@ -1,0 +1,133 @@
+"""memory.add's fast paths for pure-ASCII text must store exactly what the general paths store:
+term counts built in Python from remembered stems (stem_memo.StemMemo) against FTS5's own counts,
+search_aux and its tokens (ftsquery.index_aux_and_tokens) against the definition, and the
+phrase table the search_aux prefilter relies on against the phrase patterns themselves."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from itertools import product
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minionsd.storage import fts, stem_memo
+from minionsd.text import ftsquery
+from tests.unit.test_index_columns import WORDS, reference_aux, reference_counts
+
+ASCII_WORDS = [w for w in WORDS if w.isascii()] + [
+    "x" * 70, "Y" * 65 + "z", "a1" * 40, "timed out", "TIMED\tOUT", "backed off", "fell back",
+    "log_in", "logged  in", "signing in", "setting up", "__init__", "snake_case_name",
+    "kebab-case-name", "-lead", "trail-", "---", "___", "HTTPServer2Go", "x2Y", "Ab", "aB",
+    "2024", "v2", "0x1F", "\x00", "a\x00b", "\t", "\n", "caching", "cached", "caches",
+    "relational", "generalization", "ponies", "sky", "happily", "running", "ran"]
+ASCII_TEXT = st.lists(
+    st.tuples(st.one_of(st.sampled_from(ASCII_WORDS),
+                        st.text(st.characters(max_codepoint=127), max_size=10)),
+              st.sampled_from([" ", "", "_", "-", "/", ".", "\t", "\n", "  "])),
+    max_size=30).map(lambda parts: "".join(word + glue for word, glue in parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=ASCII_TEXT, body=ASCII_TEXT, aux=ASCII_TEXT, limit=st.sampled_from([3, 50, 10**6]))
+def test_counts_from_remembered_stems_match_fts5(title, body, aux, limit):
+    """A small memo is emptied between and within records: the counts stay FTS5's."""
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    checker = sqlite3.connect(":memory:", isolation_level=None)
+    memo = stem_memo.StemMemo(limit)
+    try:
+        expected = reference_counts(checker, title, body, aux)
+        assert fts.term_counts(scratch, title, body, aux, memo=memo) == expected
+        # Again, with every stem remembered (or the memo emptied meanwhile).
+        assert fts.term_counts(scratch, title, body, aux, memo=memo) == expected
+        tokens = (stem_memo.ascii_tokens(title), stem_memo.ascii_tokens(body))
+        assert fts.term_counts(scratch, title, body, aux, memo=memo, tokens=tokens) == expected
+    finally:
+        scratch.close()
+        checker.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(title=st.one_of(ASCII_TEXT, st.text(max_size=20)), body=st.text(max_size=40))
+def test_text_that_is_not_ascii_is_counted_by_fts5(title, body):
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    checker = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        assert fts.term_counts(scratch, title, body, "", memo=stem_memo.StemMemo()) == \
+            reference_counts(checker, title, body, "")
+    finally:
+        scratch.close()
+        checker.close()
+
+
+def test_the_memo_is_bounded_and_long_tokens_are_not_remembered():
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    memo = stem_memo.StemMemo(limit=5)
+    try:
+        fts.term_counts(scratch, "", "caching " + "q" * 65, "", memo=memo)
+        assert len(memo) == 1  # caching; the 65-letter token is asked again next time
+        fts.term_counts(scratch, "", "one two three four five six", "", memo=memo)
+        assert 0 < len(memo) <= 5
+    finally:
+        scratch.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(title=ASCII_TEXT, body=ASCII_TEXT, paths=st.lists(ASCII_TEXT, max_size=3),
+       tags=st.lists(ASCII_TEXT, max_size=3))
+def test_ascii_search_aux_and_its_tokens_match_their_definition(title, body, paths, tags):
+    aux, tokens = ftsquery.index_aux_and_tokens(title, body, paths, tags)
+    assert aux == reference_aux(title, body, paths, tags)
+    assert tokens == ([t.lower() for t in ftsquery._TOKEN_RE.findall(title)],
+                      [t.lower() for t in ftsquery._TOKEN_RE.findall(body)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=ASCII_TEXT)
+def test_ascii_compounds_match_the_general_cut(text):
+    assert ftsquery._ascii_rich_compounds(text) == ftsquery._rich_compounds(text)
+
+
+def test_non_ascii_text_gives_no_tokens():
+    assert ftsquery.index_aux_and_tokens("caf\u00e9", "body", [], [])[1] is None
+    assert ftsquery.index_aux_and_tokens("title", "body", ["p\u00e4th"], [])[1] is None
+
+
+def _language(pattern: str) -> set[str]:
+    """Every string a pattern made of literals, (?:a|b) groups and ? matches (the verb parts
+    of ftsquery._PHRASES); raises on anything else, so a new construct is noticed."""
+    if not pattern:
+        return {""}
+    if pattern.startswith("(?:"):
+        depth, end = 0, 0
+        while end == 0 or depth:
+            depth += {"(": 1, ")": -1}.get(pattern[end], 0)
+            end += 1
+        end -= 1
+        inner, rest = pattern[3:end], pattern[end + 1:]
+        options = {alt for part in inner.split("|") for alt in _language(part)}
+        if rest.startswith("?"):
+            options.add("")
+            rest = rest[1:]
+        return {a + b for a, b in product(options, _language(rest))}
+    if not pattern[0].isalpha():
+        raise AssertionError(f"unexpected construct in {pattern!r}")
+    return {pattern[0] + tail for tail in _language(pattern[1:])}
+
+
+def test_the_phrase_token_table_is_the_phrase_patterns():
+    """Each phrase is \\b<verb forms>[ \\t]+<particle>\\b: the table lists exactly those forms
+    and that particle, in _PHRASES' order (the prefilter may never hide a phrase)."""
+    assert len(ftsquery._PHRASE_TOKENS) == len(ftsquery._PHRASES)
+    shape = re.compile(r"\\b(?P<verb>[a-z(?:|)?]+)\[ \\t\]\+(?P<particle>[a-z]+)\\b")
+    for (pattern, _word), (verbs, particle) in zip(ftsquery._PHRASES, ftsquery._PHRASE_TOKENS,
+                                                   strict=True):
+        forms: set[str] = set()
+        for alternative in pattern.pattern.split("|\\b"):
+            found = shape.fullmatch(alternative if alternative.startswith("\\b")
+                                    else "\\b" + alternative)
+            assert found, pattern.pattern
+            assert found["particle"] == particle
+            forms |= _language(found["verb"])
+        assert forms == verbs, pattern.pattern
