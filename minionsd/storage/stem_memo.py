@@ -50,6 +50,11 @@ class StemMemo:
     def __len__(self) -> int:
         return len(self._stems)
 
+    @property
+    def known(self) -> Mapping[str, str]:
+        """The stems remembered so far (read without the lock: it may be emptied meanwhile)."""
+        return self._stems
+
     def of(self, conn: sqlite3.Connection, tokens: set[str],
            stems: Stems) -> Mapping[str, str] | None:
         """token -> stem for every token of `tokens` (ASCII letters and digits, lower case),
@@ -97,22 +102,38 @@ def counts_of_ascii(conn: sqlite3.Connection, memo: StemMemo, texts: Sequence[st
         columns = [ascii_tokens(text) for text in texts]
     else:
         columns = [tokens[0], tokens[1], ascii_tokens(texts[2])]
-    distinct = set(columns[1])
-    distinct.update(columns[0], columns[2])
-    stem_of = memo.of(conn, distinct, stems)
-    if stem_of is None:
-        return None
-    get = stem_of.__getitem__
-    counts: Counter[str] = Counter()
-    try:
-        for column, times in zip(columns, repeats, strict=True):
-            if column:
-                counts.update(map(get, column * times if times > 1 else column))
+    try:  # most records hold no token the memo has not seen
+        counts = _stem_counts(memo.known, columns, repeats)
     except KeyError:
-        return None
+        distinct = set(columns[1])
+        distinct.update(columns[0], columns[2])
+        stem_of = memo.of(conn, distinct, stems)
+        if stem_of is None:
+            return None
+        try:
+            counts = _stem_counts(stem_of, columns, repeats)
+        except KeyError:
+            return None
     head = f"{version} {sum(map(len, columns))} 1\n"
     if not counts:
         return head
     ordered = sorted(counts)  # str keys only: the sort compares them directly
-    lines = map(" ".join, zip(ordered, map(str, map(counts.__getitem__, ordered)), strict=True))
-    return head + "\n".join(lines) + "\n"
+    values = list(map(counts.__getitem__, ordered))
+    numbers = map(_SMALL_NUMBERS.__getitem__ if max(values) < len(_SMALL_NUMBERS) else str,
+                  values)
+    return head + "\n".join(map(" ".join, zip(ordered, numbers, strict=True))) + "\n"
+
+
+def _stem_counts(stem_of: Mapping[str, str], columns: Sequence[list[str]],
+                 repeats: Sequence[int]) -> Counter[str]:
+    """How many times each stem occurs in `columns`, a column's tokens counted `repeats`
+    times; KeyError for a token `stem_of` does not know."""
+    get = stem_of.__getitem__
+    counts: Counter[str] = Counter()
+    for column, times in zip(columns, repeats, strict=True):
+        if column:
+            counts.update(map(get, column * times if times > 1 else column))
+    return counts
+
+
+_SMALL_NUMBERS = tuple(str(n) for n in range(1024))  # their text, looked up, not formatted
