@@ -34,6 +34,7 @@ COUNTS_FORMAT = "2"  # first word of a stored term_counts value (see term_counts
 
 _COUNTS_TABLE = "minions_counts"
 _WORDS_TABLE = "minions_words"
+_WORDS_INSERT = f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)"
 
 
 def plain_cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
@@ -45,8 +46,8 @@ def plain_cursor(conn: sqlite3.Connection) -> sqlite3.Cursor:
 def _scratch(cur: sqlite3.Cursor) -> None:
     """The TEMP tables this module tokenises in (per connection, created on first use).
 
-    The counting table is contentless: emptying it is FTS5's 'delete-all', which drops the
-    index without tokenising the text a second time as a DELETE would."""
+    Both tables are contentless: emptying one is FTS5's 'delete-all', which drops the index
+    without tokenising the text a second time as a DELETE would."""
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE} USING "
                 f"fts5(title, body, aux, content='', tokenize='{TOKENIZER}')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_col USING "
@@ -54,7 +55,7 @@ def _scratch(cur: sqlite3.Cursor) -> None:
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_COUNTS_TABLE}_row USING "
                 f"fts5vocab(temp, {_COUNTS_TABLE}, 'row')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE} USING "
-                f"fts5(w, tokenize='{TOKENIZER}')")
+                f"fts5(w, content='', tokenize='{TOKENIZER}')")
     cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS_TABLE}_inst USING "
                 f"fts5vocab(temp, {_WORDS_TABLE}, 'instance')")
 
@@ -65,10 +66,7 @@ def _empty(cur: sqlite3.Cursor, table: str) -> None:
     writer's transaction that adds many records (a consolidation batch, a bulk load) each
     record's counts would flush the previous record's index entries as a segment of their
     own, and the transaction would slow down with every record it holds."""
-    if table == _COUNTS_TABLE:
-        cur.execute(f"INSERT INTO temp.{table} ({table}) VALUES ('delete-all')")
-    else:
-        cur.execute(f"DELETE FROM temp.{table}")
+    cur.execute(f"INSERT INTO temp.{table} ({table}) VALUES ('delete-all')")
 
 
 def _text(blob: bytes) -> str:
@@ -190,15 +188,16 @@ def stems(conn: sqlite3.Connection, words: Iterable[str]) -> dict[str, str | Non
     # told apart by offset; any other word gets a row of its own.
     simple = [w for w in wanted if w.isascii() and w.isalnum()]
     other = [w for w in wanted if not (w.isascii() and w.isalnum())]
+    rows = [(0, " ".join(simple))] if simple else []
+    rows += [(i, clean[w]) for i, w in enumerate(other, start=1)]
     cur = plain_cursor(conn)
-    _scratch(cur)
+    try:
+        cur.executemany(_WORDS_INSERT, rows)
+    except sqlite3.OperationalError:  # first use on this connection
+        _scratch(cur)
+        cur.executemany(_WORDS_INSERT, rows)
     per_row: dict[int, list[tuple[int, str]]] = {}
     try:
-        if simple:
-            cur.execute(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (0, ?)",
-                        (" ".join(simple),))
-        cur.executemany(f"INSERT INTO temp.{_WORDS_TABLE} (rowid, w) VALUES (?, ?)",
-                        ((i, clean[w]) for i, w in enumerate(other, start=1)))
         for term, doc, offset in cur.execute(
                 f"SELECT CAST(term AS BLOB), doc, offset FROM temp.{_WORDS_TABLE}_inst"):
             per_row.setdefault(doc, []).append((offset, _text(term)))
