@@ -6,7 +6,9 @@ SQL; records.py stores what this accepts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from minionsd.clock import iso, parse_iso
@@ -55,11 +57,20 @@ def _unit(params: Mapping[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
+# A timestamp already as clock.iso writes it, or without its milliseconds (a four-digit year
+# from 1000: iso writes smaller years without leading zeros).
+_STORED_FORM = re.compile(
+    r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?Z")
+
+
 def _timestamp(params: Mapping[str, Any], name: str) -> str | None:
     value = opt_str(params, name, 64)
     if value is None:
         return None
     try:
+        if _STORED_FORM.fullmatch(value):  # iso(parse_iso(value)) without formatting a date
+            datetime.fromisoformat(value[:-1])  # a real date and time, or ValueError
+            return value if len(value) == 24 else value[:-1] + ".000Z"
         return iso(parse_iso(value))
     except ValueError:
         raise InvalidParams(f"'{name}' must be an ISO 8601 timestamp, got {value!r}",
@@ -90,10 +101,11 @@ def _scrub(value: Any) -> Any:
     replaced by U+FFFD, at any depth."""
     if isinstance(value, str):
         return scrub_surrogates(value)
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
+    if isinstance(value, list):  # strings inline: no call per path or tag
+        return [scrub_surrogates(v) if isinstance(v, str) else _scrub(v) for v in value]
     if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
+        return {_scrub(k): scrub_surrogates(v) if isinstance(v, str) else _scrub(v)
+                for k, v in value.items()}
     return value
 
 

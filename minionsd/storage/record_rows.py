@@ -13,6 +13,7 @@ import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from minionsd.clock import iso
@@ -37,15 +38,25 @@ INSERT_FROM_JSON = (INSERT_INTO + "SELECT "
                     + ", 'active', 0 FROM json_each(?)")
 
 
+def json_text(value: Any) -> str:
+    """json.dumps(value) (as paths, tags and meta are stored), with the common shapes (a list
+    of strings, an empty object) written without building an encoder for each value."""
+    if type(value) is list and all(type(item) is str for item in value):
+        return "[" + ", ".join(map(encode_basestring_ascii, value)) + "]"
+    if type(value) is dict and not value:
+        return "{}"
+    return json.dumps(value)
+
+
 def row(fields: Mapping[str, Any], record_id: str, stamp: str,
         content_hash: str | None) -> list[Any]:
     """The values of INSERT_COLUMNS for a record whose derived columns are in `fields`."""
     return [record_id, fields["type"], fields["scope"], fields["trust"], fields["title"],
             fields["body"], fields["source"], fields["author"], fields["project"],
-            fields["agent"], fields["task"], fields["pr"], json.dumps(fields["paths"]),
-            json.dumps(fields["tags"]), fields["importance"], fields["confidence"],
+            fields["agent"], fields["task"], fields["pr"], json_text(fields["paths"]),
+            json_text(fields["tags"]), fields["importance"], fields["confidence"],
             fields.get("created_at") or stamp, stamp, fields["expires_at"],
-            json.dumps(fields["meta"]), content_hash, fields["search_aux"],
+            json_text(fields["meta"]), content_hash, fields["search_aux"],
             fields["term_counts"]]
 
 
