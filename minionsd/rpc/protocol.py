@@ -69,9 +69,31 @@ class TooDeep(ValueError):
         self.request_id = request_id
 
 
+_CONTAINERS = frozenset({dict, list})  # what json.loads builds nested values of
+
+
+def _depth(message: Any) -> int:
+    """The nesting depth of a decoded message (json.loads' output: exact dicts and lists).
+    Iterative, so no depth can overflow the stack; only containers are stacked."""
+    depth = 0
+    containers = _CONTAINERS
+    stack: list[tuple[Any, int]] = [(message, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > depth:
+            depth = level
+        level += 1
+        for value in node.values() if type(node) is dict else node:
+            if type(value) in containers:
+                stack.append((value, level))
+    return depth
+
+
 def _walk(message: Any, clean: bool) -> int:
     """The nesting depth of a decoded message; with `clean`, every string and key in it has
     its lone surrogates replaced in place. Iterative, so no depth can overflow the stack."""
+    if not clean:
+        return _depth(message)
     depth = 0
     stack: list[tuple[Any, int]] = [(message, 1)]
     while stack:
