@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import compress
-from operator import ne
 
 # English function words: articles, pronouns, auxiliaries, prepositions, conjunctions and the
 # commonest adverbs. Words that mean something in code (null, none, true, new, get, set, run,
@@ -247,21 +245,17 @@ _PHRASE_TOKENS: tuple[tuple[frozenset[str], str], ...] = tuple(
         ("start starts started starting", "up"),
         ("look looks looked looking", "up"),
     ))
-# Runs of letters, digits, '-' and '_' (one compound each) as _ASCII_NOT_COMPOUND cuts them,
-# but with upper case folded and '-'/'_' turned into '#': a run comes out different from
-# itself exactly when it has an upper-case letter or a '-'/'_' in it.
-_ASCII_FLAT_COMPOUND = str.maketrans(
-    {chr(c): (chr(c).lower() if chr(c).isupper() else "#" if chr(c) in "-_"
-              else chr(c) if chr(c).isalnum() else " ") for c in range(128)})
+# In pure-ASCII text, a run of letters, digits, '-' and '_' (one compound) that has an
+# upper-case letter or a '-'/'_' in it, matched whole: after the character before it (the text
+# gets a leading space), lower-case letters and digits taken without backtracking, then the
+# first such character, then the rest of the run. Runs without one (most words) fail at once.
+_ASCII_RICH_RUN_RE = re.compile(r"[^\w-]([a-z0-9]*+[A-Z_-][\w-]*)", re.ASCII)
 
 
 def _ascii_rich_compounds(text: str) -> list[str]:
-    """_rich_compounds of pure-ASCII `text` with the per-run tests done in C: the runs that
-    have an upper-case letter or a '-'/'_' (the others give nothing but their own token) are
-    picked by comparing the runs with their folded copies, position by position."""
-    runs = text.translate(_ASCII_NOT_COMPOUND).split()
-    flat = text.translate(_ASCII_FLAT_COMPOUND).split()
-    picked = dict.fromkeys(compress(runs, map(ne, runs, flat)))
+    """_rich_compounds of pure-ASCII `text`, with the runs that can give more than their own
+    tokens found by one regular expression instead of looking at every run."""
+    picked = dict.fromkeys(_ASCII_RICH_RUN_RE.findall(" " + text))
     compounds = [run.strip("-_") for run in picked]
     return [c for c in compounds
             if "_" in c or "-" in c or (c[1:] != c[1:].lower() and _HAS_HUMP_RE.search(c))]

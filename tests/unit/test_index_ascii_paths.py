@@ -131,3 +131,10 @@ def test_the_phrase_token_table_is_the_phrase_patterns():
             assert found["particle"] == particle
             forms |= _language(found["verb"])
         assert forms == verbs, pattern.pattern
+
+
+def test_long_runs_are_cut_alike():
+    """Runs of 100,000 characters (one word, one compound, a camelCase chain): the run finder
+    takes each run once, however long."""
+    for text in ("a" * 100_000, "a-" * 50_000, "aB" * 50_000, "x " + "9" * 100_000 + "_y"):
+        assert ftsquery._ascii_rich_compounds(text) == ftsquery._rich_compounds(text)
