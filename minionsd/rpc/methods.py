@@ -36,11 +36,15 @@ def _new_fields(body: Any, type: Any, scope: Any, trust: Any, source: Any,
         | optional)
 
 
+def _redacted(fields: dict[str, Any]) -> dict[str, Any]:
+    """A record is a derived surface like any other: no secret is stored (SPEC §3.1)."""
+    return {**fields, "title": redact(fields["title"]), "body": redact(fields["body"])}
+
+
 def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
-    """A record is a derived surface like any other: no secret is stored (SPEC §3.1). The
-    redacted text is then tokenised for the index columns, all before the writer sees it."""
-    fields = {**fields, "title": redact(fields["title"]), "body": redact(fields["body"])}
-    return records.derive(scratch, fields)
+    """memory.add's record, redacted, then tokenised for the index columns, all before the
+    writer sees it."""
+    return records.derive(scratch, _redacted(fields))
 
 
 class _Batch:
@@ -72,9 +76,13 @@ def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, An
     out: list[Any] = []
     for args, kwargs in calls:
         try:
-            out.append(_prepare_new(scratch, _new_fields(*args, **kwargs)))
+            out.append(_redacted(_new_fields(*args, **kwargs)))
         except Exception as exc:  # this call's reply carries it
             out.append(exc)
+    valid = [i for i, fields in enumerate(out) if not isinstance(fields, Exception)]
+    for index, derived in zip(valid, records.derive_many(scratch, [out[i] for i in valid]),
+                              strict=True):
+        out[index] = derived
     ids, rows = records.batch_rows([f for f in out if not isinstance(f, Exception)], now)
     return _Batch(out, ids, rows)
 

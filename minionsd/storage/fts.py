@@ -140,6 +140,23 @@ def term_counts(conn: sqlite3.Connection, title: str, body: str, aux: str, *,
     return _format_counts(rows)
 
 
+def remembered_counts(title: str, body: str, aux: str, memo: StemMemo,
+                      tokens: tuple[list[str], list[str]] | None = None) -> str | None:
+    """term_counts of ASCII text from `memo` alone: None when a token's stem is not remembered
+    (learn_stems, then term_counts) or the text is not ASCII."""
+    if _REPEATS is None:
+        return None
+    return counts_of_ascii(None, memo, (title or "", body or "", aux or ""), _REPEATS, tokens,
+                           None, COUNTS_FORMAT)
+
+
+def learn_stems(conn: sqlite3.Connection, memo: StemMemo,
+                columns: Iterable[list[str]]) -> None:
+    """Have `memo` remember the stems of every token of `columns` (stem_memo.ascii_tokens'
+    output), those it lacks asked of FTS5 in one call."""
+    memo.learn(conn, columns, stems)
+
+
 def _weighted_by_fts5(cur: sqlite3.Cursor, values: Sequence[str],
                       repeats: Sequence[int]) -> str | None:
     """term_counts with FTS5 doing the weighing (see _REPEATS); None when a stem is not

@@ -8,9 +8,10 @@ transaction, reads a read connection. A record whose `expires_at` has passed rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from minionsd.storage.record_wire import (  # noqa: F401 - WIRE_KEYS, plain_snip
     plain_snippet,
     to_wire,
 )
+from minionsd.storage.stem_memo import ascii_tokens
 from minionsd.text import ftsquery
 
 REASON_MAX = 1000  # characters of a retraction reason that are stored
@@ -44,6 +46,44 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
             "term_counts": fts.term_counts(scratch, fields["title"], fields["body"], aux,
                                            memo=getattr(scratch, "stem_memo", None),
                                            tokens=tokens)}
+
+
+def derive_many(scratch: sqlite3.Connection,
+                many: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | Exception]:
+    """derive() of each of `many`, in order (the exception it raised in place of one that
+    fails). With the scratch connection's stem memo, the records whose ASCII tokens it does
+    not all know are counted last, after one FTS5 call has given the stems of all their new
+    tokens (instead of one call per record)."""
+    memo = getattr(scratch, "stem_memo", None)
+    out: list[dict[str, Any] | Exception] = []
+    new_tokens: dict[int, tuple[list[str], list[str]]] = {}  # by position in `out`
+    for fields in many:
+        try:
+            aux, tokens = ftsquery.index_aux_and_tokens(fields["title"], fields["body"],
+                                                        fields["paths"], fields["tags"])
+            counts = None
+            if memo is not None and tokens is not None:
+                counts = fts.remembered_counts(fields["title"], fields["body"], aux, memo,
+                                               tokens)
+                if counts is None:
+                    new_tokens[len(out)] = tokens
+            out.append({**fields, "search_aux": aux, "term_counts": counts})
+        except Exception as exc:  # this record's outcome
+            out.append(exc)
+    if memo is not None and new_tokens:
+        columns = [column for index, tokens in new_tokens.items()
+                   for column in (*tokens, ascii_tokens(out[index]["search_aux"]))]  # type: ignore[index]
+        with contextlib.suppress(sqlite3.Error):  # else each record asks for its own below
+            fts.learn_stems(scratch, memo, columns)
+    for index, fields in enumerate(out):
+        if isinstance(fields, dict) and fields["term_counts"] is None:
+            try:
+                fields["term_counts"] = fts.term_counts(
+                    scratch, fields["title"], fields["body"], fields["search_aux"], memo=memo,
+                    tokens=new_tokens.get(index))
+            except Exception as exc:  # this record's outcome
+                out[index] = exc
+    return out
 
 
 new_id = record_rows.new_id

@@ -50,6 +50,14 @@ class StemMemo:
     def __len__(self) -> int:
         return len(self._stems)
 
+    def learn(self, conn: sqlite3.Connection, columns: Iterable[list[str]],
+              stems: Stems) -> None:
+        """Remember the stems of every token in `columns` (ASCII letters and digits, lower case)
+        the memo lacks, asked of `stems` at once (many records' new tokens in one call)."""
+        missing = set().union(*columns).difference(self._stems)
+        if missing:
+            self.of(conn, missing, stems)
+
     @property
     def known(self) -> Mapping[str, str]:
         """The stems remembered so far (read without the lock: it may be emptied meanwhile)."""
@@ -89,13 +97,13 @@ class _Both(dict[str, str]):
         return self.known[token]
 
 
-def counts_of_ascii(conn: sqlite3.Connection, memo: StemMemo, texts: Sequence[str],
+def counts_of_ascii(conn: sqlite3.Connection | None, memo: StemMemo, texts: Sequence[str],
                     repeats: Sequence[int], tokens: tuple[list[str], list[str]] | None,
-                    stems: Stems, version: str) -> str | None:
+                    stems: Stems | None, version: str) -> str | None:
     """fts.term_counts of ASCII (title, body, aux), each column's tokens counted `repeats`
-    times, from their tokens and remembered stems (`version`: the format's first word); None
-    for other text (or should a stem be missing: the memo was emptied by another thread
-    meanwhile)."""
+    times, from their tokens and remembered stems (`version`: the format's first word), the
+    stems of new tokens asked of `stems` (without: None when a token is new); None for other
+    text (or should a stem be missing: the memo was emptied by another thread meanwhile)."""
     if not all(text.isascii() for text in texts):
         return None
     if tokens is None:
@@ -105,6 +113,8 @@ def counts_of_ascii(conn: sqlite3.Connection, memo: StemMemo, texts: Sequence[st
     try:  # most records hold no token the memo has not seen
         counts = _stem_counts(memo.known, columns, repeats)
     except KeyError:
+        if stems is None or conn is None:
+            return None
         distinct = set(columns[1])
         distinct.update(columns[0], columns[2])
         stem_of = memo.of(conn, distinct, stems)
