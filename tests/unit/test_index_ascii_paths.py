@@ -12,7 +12,7 @@ from itertools import product
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.storage import fts, stem_memo
+from minionsd.storage import fts, records, stem_memo
 from minionsd.text import ftsquery
 from tests.unit.test_index_columns import WORDS, reference_aux, reference_counts
 
@@ -138,3 +138,57 @@ def test_long_runs_are_cut_alike():
     takes each run once, however long."""
     for text in ("a" * 100_000, "a-" * 50_000, "aB" * 50_000, "x " + "9" * 100_000 + "_y"):
         assert ftsquery._ascii_rich_compounds(text) == ftsquery._rich_compounds(text)
+
+
+class CountingMemo(stem_memo.StemMemo):
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def of(self, conn, tokens, stems):
+        self.asked += 1
+        return super().of(conn, tokens, stems)
+
+
+def scratch_with(memo: stem_memo.StemMemo | None) -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None,
+                           factory=stem_memo.ScratchConnection)
+    conn.stem_memo = memo
+    return conn
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(st.tuples(ASCII_TEXT | st.text(max_size=15), ASCII_TEXT), min_size=1,
+                      max_size=6))
+def test_a_batch_derives_what_each_record_derives_alone(texts):
+    many = [{"title": title, "body": body, "paths": ["src/x_y.py"], "tags": ["Tag"]}
+            for title, body in texts]
+    alone = sqlite3.connect(":memory:", isolation_level=None)
+    memo = CountingMemo()
+    batch = scratch_with(memo)
+    try:
+        expected = [records.derive(alone, fields) for fields in many]  # FTS5 counts them
+        assert records.derive_many(batch, many) == expected
+        words = [t for f in expected
+                 for t in stem_memo.ascii_tokens(" ".join((f["title"], f["body"],
+                                                           f["search_aux"])))]
+        if all(len(word) <= 64 for word in words):  # longer ones are never remembered
+            assert memo.asked <= 1  # the new tokens of all records asked of FTS5 at once
+        assert records.derive_many(batch, many) == expected  # every stem remembered now
+    finally:
+        alone.close()
+        batch.close()
+
+
+def test_a_record_that_fails_fails_alone_in_a_batch():
+    many = [{"title": "a", "body": "first body", "paths": [], "tags": []},
+            {"title": "b", "body": "no paths given"},
+            {"title": "c", "body": "third body", "paths": [], "tags": []}]
+    conn = scratch_with(stem_memo.StemMemo())
+    try:
+        first, failed, third = records.derive_many(conn, many)
+        assert isinstance(failed, KeyError)
+        assert first["term_counts"].startswith("2 3 1\n")
+        assert third["search_aux"] == "" and "third 1" in third["term_counts"]
+    finally:
+        conn.close()
