@@ -9,6 +9,7 @@ row by row in Python nor waits for the GIL between rows.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -68,12 +69,28 @@ def batch_rows(prepared: Sequence[Mapping[str, Any]],
     Only a NUL in a column's own text counts: one inside paths, tags or meta is already an
     escape in their JSON text, and a body that spells out `\\u0000` is six plain characters."""
     stamp = iso(now)
-    ids = [new_id(now) for _ in prepared]
+    ids = new_ids(now, len(prepared))
     rows = [row(fields, record_id, stamp, None)
             for fields, record_id in zip(prepared, ids, strict=True)]
-    if any("\x00" in value for values in rows for value in values if isinstance(value, str)):
-        return ids, None
-    return ids, json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return ids, (None if has_escaped_nul(text) else text)
+
+
+def new_ids(now: datetime, count: int) -> list[str]:
+    """`count` ids as new_id(now) makes them, with the random parts drawn at once."""
+    prefix = f"M-{int(now.timestamp() * 1000):011x}"
+    random = secrets.token_hex(6 * count)
+    return [prefix + random[i:i + 12] for i in range(0, 12 * count, 12)]
+
+
+# In JSON text, a NUL inside a string is written \u0000; a backslash is written \\, so the
+# six characters \u0000 stand for a NUL exactly when an odd number of backslashes precedes u.
+_ESCAPED_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def has_escaped_nul(text: str) -> bool:
+    """Whether JSON `text` holds a string with a NUL character in it."""
+    return "\\u0000" in text and _ESCAPED_NUL.search(text) is not None
 
 
 def insert_batch(conn: sqlite3.Connection, rows: str) -> int:

@@ -5,6 +5,8 @@ the same error for text that is not a timestamp)."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import InvalidParams
-from minionsd.storage import record_fields
+from minionsd.storage import record_fields, record_rows
 from minionsd.storage.record_rows import json_text
 
 JSON = st.recursive(
@@ -57,3 +59,24 @@ def test_timestamps_are_stored_as_iso_of_their_parse(value):
         assert caught.value.data["param"] == "created_at"
         return
     assert record_fields._timestamp({"created_at": value}, "created_at") == expected
+
+
+ROW_TEXT = st.lists(st.sampled_from(["\\", "\\\\", "u0000", "\\u0000", "\x00", "a", "\"", "é",
+                                     "\\\\u0000", "u", "0"]), max_size=8).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(rows=st.lists(st.lists(st.one_of(ROW_TEXT, st.text(max_size=5), st.integers(),
+                                        st.none()), max_size=4), max_size=4))
+def test_an_escaped_nul_is_found_in_the_json_text_exactly_when_a_value_holds_one(rows):
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    held = any("\x00" in value for values in rows for value in values if isinstance(value, str))
+    assert record_rows.has_escaped_nul(text) == held
+
+
+def test_ids_of_a_batch_look_like_single_ids_and_differ():
+    now = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    ids = record_rows.new_ids(now, 500)
+    single = record_rows.new_id(now)
+    assert len(set(ids)) == 500
+    assert all(re.fullmatch(r"M-[0-9a-f]{23}", i) and i[:13] == single[:13] for i in ids)
