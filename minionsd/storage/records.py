@@ -59,8 +59,9 @@ def derive_many(scratch: sqlite3.Connection,
     new_tokens: dict[int, tuple[list[str], list[str]]] = {}  # by position in `out`
     for fields in many:
         try:
-            aux, tokens = ftsquery.index_aux_and_tokens(fields["title"], fields["body"],
-                                                        fields["paths"], fields["tags"])
+            aux, tokens = ftsquery.index_aux_and_tokens(
+                fields["title"], fields["body"], fields["paths"], fields["tags"],
+                None if memo is None else memo.compounds)
             counts = None
             if memo is not None and tokens is not None:
                 counts = fts.remembered_counts(fields["title"], fields["body"], aux, memo,

@@ -40,12 +40,14 @@ class ScratchConnection(sqlite3.Connection):
 class StemMemo:
     """FTS5's porter stems of ASCII tokens seen before, shared by the threads that prepare
     memory.add (the tokenizer is fixed, so a token's stem never changes). Bounded; emptied
-    when full."""
+    when full. It also holds the identifiers' terms search_aux is built from."""
 
     def __init__(self, limit: int = MEMO_STEMS) -> None:
         self.limit = limit
         self._stems: dict[str, str] = {}
         self._lock = threading.Lock()
+        # Identifier -> its index terms, for ftsquery.index_aux_and_tokens (bounded there).
+        self.compounds: dict[str, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._stems)

@@ -261,15 +261,33 @@ def _ascii_rich_compounds(text: str) -> list[str]:
             if "_" in c or "-" in c or (c[1:] != c[1:].lower() and _HAS_HUMP_RE.search(c))]
 
 
-def _ascii_aux_words(sources: Sequence[str], plain: set[str]) -> dict[str, None]:
+MEMO_COMPOUNDS = 5_000  # identifiers whose terms a compound memo keeps; emptied when full
+
+
+def _memo_terms(compound: str, memo: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """_compound_terms(compound), remembered in `memo` (the same identifiers recur)."""
+    terms = memo.get(compound)
+    if terms is None:
+        if len(memo) >= MEMO_COMPOUNDS:
+            memo.clear()
+        terms = memo[compound] = tuple(_compound_terms(compound))
+    return terms
+
+
+def _ascii_aux_words(sources: Sequence[str], plain: set[str],
+                     memo: dict[str, tuple[str, ...]] | None) -> dict[str, None]:
     """index_aux_text's extra terms (identifier forms and phrase forms) of pure-ASCII
-    `sources`, whose plain tokens are `plain`."""
+    `sources`, whose plain tokens are `plain`; `memo`: see index_aux_and_tokens."""
     maybe_phrase = any(particle in plain and not verbs.isdisjoint(plain)
                        for verbs, particle in _PHRASE_TOKENS)
     extra: dict[str, None] = {}
     for source in sources:
-        terms = [term for compound in _ascii_rich_compounds(source)
-                 for term in _compound_terms(compound)]
+        if memo is None:
+            terms = [term for compound in _ascii_rich_compounds(source)
+                     for term in _compound_terms(compound)]
+        else:
+            terms = [term for compound in _ascii_rich_compounds(source)
+                     for term in _memo_terms(compound, memo)]
         if maybe_phrase:
             terms += phrase_forms(source)
         for term in terms:
@@ -300,10 +318,13 @@ def index_aux_text(
 
 
 def index_aux_and_tokens(
-    title: str, body: str, paths: Sequence[str], tags: Sequence[str]
+    title: str, body: str, paths: Sequence[str], tags: Sequence[str],
+    memo: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[str, tuple[list[str], list[str]] | None]:
     """index_aux_text, and when title and body are pure ASCII their plain tokens in order
-    (lower-cased: FTS5's tokens before stemming), which it cuts them into anyway."""
+    (lower-cased: FTS5's tokens before stemming), which it cuts them into anyway. `memo`, a
+    dictionary the caller keeps from record to record (bounded here), remembers the terms of
+    the identifiers met in ASCII text."""
     paths = [str(p)[:_AUX_MAX_ITEM_CHARS] for p in list(paths)[:_AUX_MAX_PATHS]]
     tags = [str(t)[:_AUX_MAX_ITEM_CHARS] for t in list(tags)[:_AUX_MAX_TAGS]]
     texts = [t if isinstance(t, str) else "" for t in (title, body)]
@@ -311,7 +332,7 @@ def index_aux_and_tokens(
     if all(s.isascii() for s in sources):  # NFC changes no ASCII text
         cut = [s.lower().translate(_ASCII_NOT_TOKEN).split() for s in sources]
         plain = set().union(*cut)
-        words = list(_ascii_aux_words(sources, plain))[:_AUX_MAX_EXTRA_TERMS]
+        words = list(_ascii_aux_words(sources, plain, memo))[:_AUX_MAX_EXTRA_TERMS]
         aux = "\n".join(part for part in (" ".join(paths), " ".join(tags), " ".join(words))
                          if part)
         return aux, (cut[-2], cut[-1])

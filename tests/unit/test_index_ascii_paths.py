@@ -73,12 +73,19 @@ def test_the_memo_is_bounded_and_long_tokens_are_not_remembered():
         scratch.close()
 
 
+COMPOUNDS: dict[str, tuple[str, ...]] = {}  # shared by the examples, as by a daemon's records
+
+
 @settings(max_examples=300, deadline=None)
 @given(title=ASCII_TEXT, body=ASCII_TEXT, paths=st.lists(ASCII_TEXT, max_size=3),
        tags=st.lists(ASCII_TEXT, max_size=3))
 def test_ascii_search_aux_and_its_tokens_match_their_definition(title, body, paths, tags):
     aux, tokens = ftsquery.index_aux_and_tokens(title, body, paths, tags)
     assert aux == reference_aux(title, body, paths, tags)
+    # With the identifiers' terms remembered from earlier examples, and again remembered now.
+    for _ in range(2):
+        assert ftsquery.index_aux_and_tokens(title, body, paths, tags, COMPOUNDS) == \
+            (aux, tokens)
     assert tokens == ([t.lower() for t in ftsquery._TOKEN_RE.findall(title)],
                       [t.lower() for t in ftsquery._TOKEN_RE.findall(body)])
 
@@ -192,3 +199,12 @@ def test_a_record_that_fails_fails_alone_in_a_batch():
         assert third["search_aux"] == "" and "third 1" in third["term_counts"]
     finally:
         conn.close()
+
+
+def test_the_identifier_memo_is_bounded():
+    memo: dict[str, tuple[str, ...]] = {}
+    for i in range(ftsquery.MEMO_COMPOUNDS + 50):
+        body = f"call fetch_item_{i} on TokenRefresher{i}"
+        assert ftsquery.index_aux_and_tokens("", body, [], [], memo)[0] == \
+            reference_aux("", body, [], [])
+        assert len(memo) <= ftsquery.MEMO_COMPOUNDS
