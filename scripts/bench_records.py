@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import bench_add_steps
 import bench_data
 import db_space
 from bench_common import (
@@ -315,6 +316,8 @@ def run_records(bench: Bench) -> None:
     describe_dataset(daemon, total)
     if args.only == "load":  # the same daemon: one write among `total` records
         single_add_latency(daemon, bench.vocab, args.seed + 1, 0, bench.base_time)
+        for line in bench_add_steps.report(min(total, 3000), 3):  # where a record's CPU goes
+            say(line)
     if args.only in (None, "search"):
         bench_search(daemon, bench.vocab, args, total)
     memory = daemon.memory()
