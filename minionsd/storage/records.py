@@ -48,43 +48,61 @@ def derive(scratch: sqlite3.Connection, fields: Mapping[str, Any]) -> dict[str, 
                                            tokens=tokens)}
 
 
+# Records whose new tokens are asked of FTS5 together: few enough that their token lists are
+# not all held at once (a batch's first records are all new to a daemon just started).
+_DEFERRED_AT_MOST = 32
+
+
 def derive_many(scratch: sqlite3.Connection,
                 many: Sequence[Mapping[str, Any]]) -> list[dict[str, Any] | Exception]:
     """derive() of each of `many`, in order (the exception it raised in place of one that
-    fails). With the scratch connection's stem memo, the records whose ASCII tokens it does
-    not all know are counted last, after one FTS5 call has given the stems of all their new
-    tokens (instead of one call per record)."""
+    fails). With the scratch connection's stem memo, a record whose ASCII tokens it does not
+    all know waits until a few such records are together: one FTS5 call gives the stems of
+    all their new tokens (instead of one call per record), then they are counted."""
     memo = getattr(scratch, "stem_memo", None)
     out: list[dict[str, Any] | Exception] = []
-    new_tokens: dict[int, tuple[list[str], list[str]]] = {}  # by position in `out`
+    waiting: list[tuple[int, tuple[list[str], list[str]]]] = []  # (position in out, tokens)
     for fields in many:
         try:
             aux, tokens = ftsquery.index_aux_and_tokens(
                 fields["title"], fields["body"], fields["paths"], fields["tags"],
                 None if memo is None else memo.compounds)
-            counts = None
             if memo is not None and tokens is not None:
                 counts = fts.remembered_counts(fields["title"], fields["body"], aux, memo,
                                                tokens)
                 if counts is None:
-                    new_tokens[len(out)] = tokens
+                    waiting.append((len(out), tokens))
+            else:
+                counts = fts.term_counts(scratch, fields["title"], fields["body"], aux)
             out.append({**fields, "search_aux": aux, "term_counts": counts})
         except Exception as exc:  # this record's outcome
             out.append(exc)
-    if memo is not None and new_tokens:
-        columns = [column for index, tokens in new_tokens.items()
-                   for column in (*tokens, ascii_tokens(out[index]["search_aux"]))]  # type: ignore[index]
-        with contextlib.suppress(sqlite3.Error):  # else each record asks for its own below
-            fts.learn_stems(scratch, memo, columns)
-    for index, fields in enumerate(out):
-        if isinstance(fields, dict) and fields["term_counts"] is None:
-            try:
-                fields["term_counts"] = fts.term_counts(
-                    scratch, fields["title"], fields["body"], fields["search_aux"], memo=memo,
-                    tokens=new_tokens.get(index))
-            except Exception as exc:  # this record's outcome
-                out[index] = exc
+        if memo is not None and len(waiting) >= _DEFERRED_AT_MOST:
+            _count_waiting(scratch, memo, out, waiting)
+            waiting = []
+    if memo is not None and waiting:
+        _count_waiting(scratch, memo, out, waiting)
     return out
+
+
+def _count_waiting(scratch: sqlite3.Connection, memo: fts.StemMemo,
+                   out: list[dict[str, Any] | Exception],
+                   waiting: list[tuple[int, tuple[list[str], list[str]]]]) -> None:
+    """term_counts of the records of `out` at the positions `waiting` names, after one FTS5
+    call for the stems of all their tokens the memo lacks."""
+    columns = [column for index, tokens in waiting
+               for column in (*tokens, ascii_tokens(out[index]["search_aux"]))]  # type: ignore[index]
+    with contextlib.suppress(sqlite3.Error):  # else each record asks for its own below
+        fts.learn_stems(scratch, memo, columns)
+    for index, tokens in waiting:
+        record = out[index]
+        assert isinstance(record, dict)
+        try:
+            record["term_counts"] = fts.term_counts(scratch, record["title"], record["body"],
+                                                    record["search_aux"], memo=memo,
+                                                    tokens=tokens)
+        except Exception as exc:  # this record's outcome
+            out[index] = exc
 
 
 new_id = record_rows.new_id

@@ -83,14 +83,18 @@ class StemMemo:
             found.update(stems(conn, words[start:start + _ASK_AT_ONCE]))
         if None in found.values():
             return None
+        kept = [(token, stem) for token, stem in found.items()
+                if len(token) <= _MEMO_TOKEN_CHARS]
+        # Copies made together, so the memo's strings sit side by side in memory instead of
+        # pinning the (much larger) allocations of the batch their tokens were cut from.
+        tokens_copy = "\n".join(token for token, _ in kept).split("\n") if kept else []
         with self._lock:
-            if len(known) + len(found) > self.limit:
+            if len(known) + len(kept) > self.limit:
                 known.clear()
-            for token, stem in found.items():
+            for token, (_, stem) in zip(tokens_copy, kept, strict=True):
                 if len(known) >= self.limit:
                     break
-                if len(token) <= _MEMO_TOKEN_CHARS:  # the token itself when nothing changed
-                    known[token] = token if stem == token else stem  # type: ignore[assignment]
+                known[token] = token if stem == token else stem  # type: ignore[assignment]
         return _Both(found, known)  # type: ignore[return-value]
 
 
