@@ -47,7 +47,7 @@ class StemMemo:
 
     def __init__(self, limit: int = MEMO_STEMS) -> None:
         self.limit = limit
-        self._stems: dict[str, str] = {}
+        self._stems: dict[str, str] = _Stems()
         self._lock = threading.Lock()
         # Identifier -> its index terms, for ftsquery.index_aux_and_tokens (bounded there).
         self.compounds: dict[str, tuple[str, ...]] = {}
@@ -59,7 +59,8 @@ class StemMemo:
               stems: Stems) -> None:
         """Remember the stems of every token in `columns` (ASCII letters and digits, lower case)
         the memo lacks, asked of `stems` at once (many records' new tokens in one call)."""
-        missing = set().union(*columns).difference(self._stems)
+        known = self._stems
+        missing = {token for column in columns for token in column if token not in known}
         if missing:
             self.of(conn, missing, stems)
 
@@ -74,13 +75,13 @@ class StemMemo:
         from the memo or from `stems` (fts.stems: FTS5 in a TEMP table of `conn`); None should
         it not give one stem per token."""
         known = self._stems
-        missing = tokens.difference(known)
+        # (Not set.difference: against a dict subclass it would walk the whole memo.)
+        missing = [token for token in tokens if token not in known and not _plain_number(token)]
         if not missing:
             return known
         found: dict[str, str | None] = {}
-        words = list(missing)
-        for start in range(0, len(words), _ASK_AT_ONCE):
-            found.update(stems(conn, words[start:start + _ASK_AT_ONCE]))
+        for start in range(0, len(missing), _ASK_AT_ONCE):
+            found.update(stems(conn, missing[start:start + _ASK_AT_ONCE]))
         if None in found.values():
             return None
         kept = [(token, stem) for token, stem in found.items()
@@ -96,6 +97,23 @@ class StemMemo:
                     break
                 known[token] = token if stem == token else stem  # type: ignore[assignment]
         return _Both(found, known)  # type: ignore[return-value]
+
+
+def _plain_number(token: str) -> bool:
+    """A token of ASCII digits that FTS5 keeps as it is: the porter stemmer changes only
+    letters, and the index cuts a token only far beyond this length (test_index_ascii_paths
+    checks it against FTS5)."""
+    return len(token) <= _MEMO_TOKEN_CHARS and token.isdigit()
+
+
+class _Stems(dict[str, str]):
+    """The memo's table: a plain number is its own stem without taking a place in it (numbers
+    are most of a corpus's distinct tokens)."""
+
+    def __missing__(self, token: str) -> str:
+        if _plain_number(token):
+            return token
+        raise KeyError(token)
 
 
 class _Both(dict[str, str]):

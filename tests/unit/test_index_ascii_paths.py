@@ -208,3 +208,16 @@ def test_the_identifier_memo_is_bounded():
         assert ftsquery.index_aux_and_tokens("", body, [], [], memo)[0] == \
             reference_aux("", body, [], [])
         assert len(memo) <= ftsquery.MEMO_COMPOUNDS
+
+
+@settings(max_examples=200, deadline=None)
+@given(number=st.from_regex(r"[0-9]{1,70}", fullmatch=True))
+def test_a_plain_number_is_its_own_stem_in_fts5(number):
+    """The memo takes a number (up to 64 digits) as its own stem without asking FTS5."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        assert fts.stems(conn, [number]) == {number: number}
+        assert (stem_memo.StemMemo().known.get(number) is None
+                and stem_memo._plain_number(number) == (len(number) <= 64))
+    finally:
+        conn.close()
