@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 Stems = Callable[[sqlite3.Connection, Iterable[str]], Mapping[str, "str | None"]]
 
 _ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
-MEMO_STEMS = 20_000  # tokens remembered (~2 MB); all forgotten at once when full
+MEMO_STEMS = 10_000  # tokens remembered (~1 MB); all forgotten at once when full
 _MEMO_TOKEN_CHARS = 64  # longer tokens are asked of FTS5 each time, never remembered
 # Tokens asked of FTS5 in one call at most: after one call of 20,000 words, FTS5 counted every
 # later record a third slower on that connection (measured; calls of 4,000 left no trace).

@@ -261,7 +261,7 @@ def _ascii_rich_compounds(text: str) -> list[str]:
             if "_" in c or "-" in c or (c[1:] != c[1:].lower() and _HAS_HUMP_RE.search(c))]
 
 
-MEMO_COMPOUNDS = 5_000  # identifiers whose terms a compound memo keeps; emptied when full
+MEMO_COMPOUNDS = 2_000  # identifiers whose terms a compound memo keeps; emptied when full
 
 
 def _memo_terms(compound: str, memo: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
