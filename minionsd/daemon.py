@@ -79,10 +79,22 @@ class Daemon:
                   and (contribute := getattr(component, "status", None)) is not None]
         if counts is None:  # more records expire by now than memory keeps: count in SQL
             others.append(app.db.read_light(records.status_counts, now))
-        (reading, read_parts), *parts = await asyncio.gather(self._shared_reads.get(), *others)
-        if counts is None:
-            counts = parts.pop()
-        parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
+        # The disk readers' parts from memory when they are current (the inbox view saw no
+        # change): then status makes no trip to another thread at all.
+        ready = [getattr(component, "status_now", lambda: None)()
+                 for component in self.components
+                 if callable(getattr(component, "status_reads", None))]
+        if ready and all(part is not None for part in ready):
+            parts = list(await asyncio.gather(*others)) if others else []
+            if counts is None:
+                counts = parts.pop()
+            parts = ready + parts
+        else:
+            (reading, read_parts), *parts = await asyncio.gather(self._shared_reads.get(),
+                                                                 *others)
+            if counts is None:
+                counts = parts.pop()
+            parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
         result: dict[str, Any] = {
             "version": app.version,
             "pid": os.getpid(),

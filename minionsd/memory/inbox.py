@@ -87,12 +87,26 @@ class InboxNote:
         return kind if kind in KINDS else "note"
 
 
+class _Named:
+    """What _examine reads of an os.DirEntry, for a name looked up on its own."""
+
+    __slots__ = ("name", "path")
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.name = name
+        self.path = os.path.join(directory, name)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return os.stat(self.path, follow_symlinks=follow_symlinks)
+
+
 class Inbox:
     """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
 
     def __init__(self, home: Home) -> None:
         self.home = home
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
+        self.quarantined_here = 0  # files this object moved to quarantine so far
 
     def scan(self, *, max_bytes: int, settle_ms: int, held_names: set[str],
              configured_agents: Iterable[str], wall_now: float | None = None,
@@ -123,7 +137,19 @@ class Inbox:
         notes.sort(key=lambda n: (n.mtime, n.name))
         return notes
 
-    def _examine(self, entry: os.DirEntry[str], max_bytes: int, settle_ms: int,
+    def examine(self, name: str, *, max_bytes: int, settle_ms: int, held_names: set[str],
+                configured_agents: Iterable[str], wall_now: float | None = None,
+                complete: bool = False) -> InboxNote | None:
+        """One name of the inbox as scan() would see it (None: not a processable note now,
+        quarantined if it never can be), without listing the directory."""
+        if not is_candidate_name(name):
+            return None
+        wall_now = time.time() if wall_now is None else wall_now
+        return self._examine(_Named(str(self.home.inbox), name), max_bytes,
+                             0 if complete else settle_ms, held_names, list(configured_agents),
+                             wall_now)
+
+    def _examine(self, entry: os.DirEntry[str] | _Named, max_bytes: int, settle_ms: int,
                  held_names: set[str], agents: list[str], wall_now: float) -> InboxNote | None:
         try:
             info = entry.stat(follow_symlinks=False)
@@ -156,7 +182,7 @@ class Inbox:
         return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
                          content, note_author(meta, entry.name, agents), held, True)
 
-    def _parse(self, entry: os.DirEntry[str],
+    def _parse(self, entry: os.DirEntry[str] | _Named,
                info: os.stat_result) -> tuple[dict[str, Any], str] | None:
         signature = (info.st_size, info.st_mtime_ns)
         cached = self._cache.get(entry.name)
@@ -221,6 +247,7 @@ class Inbox:
             log.error("inbox.quarantine_reason_failed", name=shown, reason=reason,
                       error=str(exc))
         self._cache.pop(name, None)
+        self.quarantined_here += 1
         log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
         return target
 
