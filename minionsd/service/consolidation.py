@@ -213,6 +213,8 @@ class ConsolidationService:
             name, written = self.app.db.write_blocking(claim_and_place)
         finally:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
+        if written:
+            self.view.claimed(name)
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 

@@ -33,13 +33,15 @@ from typing import Any
 import structlog
 
 from minionsd.memory.app import App
-from minionsd.memory.inbox import Inbox, InboxNote
+from minionsd.memory.inbox import Inbox, InboxNote, WouldMove, is_candidate_name
 from minionsd.memory.quarantine import QuarantineCount
 from minionsd.service import inotify
 from minionsd.storage import journal, submissions
 
 log = structlog.get_logger()
 FULL_EVERY_S = 30.0
+LOOP_NAMES = 16  # at most this many changed names are looked at on the loop
+CLAIMS_KEPT = 4096
 
 
 class InboxView:
@@ -60,6 +62,10 @@ class InboxView:
         self._version = -1  # live counts' inbox_version when holds and batches were read
         self._full_at = 0.0
         self._refreshing = False
+        self._looking = threading.Lock()  # one look at a time (the loop's or the light lane's)
+        self._claimed: set[str] = set()  # placed by inbox.submit, claim committed
+        self._holds: set[str] = set()
+        self._busy: set[str] = set()
         self._events: inotify.Inotify | None = None
         self._inbox_wd: int | None = None
         self._quarantine_wd: int | None = None
@@ -104,7 +110,7 @@ class InboxView:
                 elif event.wd == self._inbox_wd:
                     if event.mask & inotify.GONE:
                         self._full, self._inbox_wd = True, None
-                    elif event.name:
+                    elif is_candidate_name(event.name):  # others are never counted
                         self._changed.add(event.name)
                 elif event.wd == self._quarantine_wd:
                     self._quarantine_moved = True
@@ -116,17 +122,87 @@ class InboxView:
         with self._lock:
             self._full = self._quarantine_moved = True
 
-    def figures_now(self) -> dict[str, int] | None:
-        """The inbox figures when the view is exactly what a look now would find, else None
-        (then refresh() on the light lane). Makes no system call."""
+    def claimed(self, name: str) -> None:
+        """inbox.submit placed `name` and its claim is committed: it needs no settling time."""
         with self._lock:
-            if self._full or self._changed or self._quarantine_moved or self._refreshing \
-                    or self._events is None or self._inbox_wd is None \
-                    or self._quarantine_wd is None or self._settling \
-                    or self._version != self.app.db.live.inbox_version \
-                    or time.monotonic() - self._full_at > FULL_EVERY_S:
+            self._claimed.add(name)
+
+    def _current(self) -> bool:
+        """Everything but the names in _changed is as a look now would find it (with _lock)."""
+        return not (self._full or self._quarantine_moved or self._refreshing
+                    or self._events is None or self._inbox_wd is None
+                    or self._quarantine_wd is None or self._settling
+                    or self._figures is None
+                    or self._version != self.app.db.live.inbox_version
+                    or time.monotonic() - self._full_at > FULL_EVERY_S)
+
+    def figures_now(self) -> dict[str, int] | None:
+        """The inbox figures when the view is, or can be made here, exactly what a look now
+        would find; else None (then refresh() on the light lane). On the loop: when only a
+        few names changed, and none of them needs the database (a note settling whose claim
+        is unknown) or would be quarantined, they are looked at here (a `stat` each, a read
+        of a new note), saving the trip to the light lane."""
+        with self._lock:
+            if not self._current() or len(self._changed) > LOOP_NAMES:
                 return None
-            return self._figures
+            if not self._changed:
+                return self._figures
+        if not self._looking.acquire(blocking=False):
+            return None  # a refresh is under way on the light lane
+        try:
+            with self._lock:
+                if not self._current():
+                    return None
+                changed, self._changed = self._changed, set()
+            try:
+                return self._look_here(changed)
+            except (WouldMove, OSError):
+                with self._lock:  # the light lane looks at them (and quarantines)
+                    self._changed |= changed
+                return None
+        finally:
+            self._looking.release()
+
+    def _look_here(self, changed: set[str]) -> dict[str, int]:
+        notes = dict(self._notes)
+        with self._lock:
+            complete = self._submitted | self._claimed
+        settings = self._settings(self._holds)
+        for name in changed:
+            note = self.inbox.examine(name, **settings, complete=name in complete,
+                                      may_move=False)
+            if note is not None and not note.settled:
+                raise WouldMove(name)  # settling or not is the database's to say
+            if note is None:
+                notes.pop(name, None)
+            else:
+                notes[name] = note
+        return self._keep(notes, complete & notes.keys(), self._holds, self._busy,
+                          self._version, self._figures["quarantined"], changed - notes.keys())
+
+    def _settings(self, holds: set[str]) -> dict[str, Any]:
+        cfg = self.app.config
+        return {"max_bytes": cfg["engine.inbox_max_note_bytes"],
+                "settle_ms": cfg["engine.inbox_settle_ms"], "held_names": holds,
+                "configured_agents": cfg.agents}
+
+    def _keep(self, notes: dict[str, InboxNote], submitted: set[str], holds: set[str],
+              busy: set[str], version: int, quarantined: int,
+              gone: set[str]) -> dict[str, int]:
+        held = [note.name in holds or note.meta.get("hold") is True for note in notes.values()]
+        figures = {"pending": len(notes),
+                   "eligible": sum(1 for note, h in zip(notes.values(), held, strict=True)
+                                   if note.settled and not h and note.name not in busy),
+                   "held": sum(held), "quarantined": quarantined}
+        settling = any(not note.settled for note in notes.values())
+        with self._lock:
+            self._notes, self._submitted = notes, submitted
+            self._claimed -= gone  # a claim whose note is not placed yet stays
+            if len(self._claimed) > CLAIMS_KEPT:  # the database says it as well
+                self._claimed.clear()
+            self._holds, self._busy = holds, busy
+            self._settling, self._version, self._figures = settling, version, figures
+        return figures
 
     # --- looking (on the light lane) ----------------------------------------------------------
 
@@ -134,25 +210,26 @@ class InboxView:
         """Bring the view up to date and return its figures: the names the directory's events
         reported (and notes still settling) are looked at again, or everything when a full
         look is due. Runs on the light lane (conn is its read connection)."""
-        with self._lock:
-            changed, self._changed = self._changed, set()
-            full = self._full or self._events is None or self._inbox_wd is None \
-                or time.monotonic() - self._full_at > FULL_EVERY_S
-            quarantine_moved = self._quarantine_moved or self._quarantine_wd is None
-            self._full = self._quarantine_moved = False
-            self._refreshing = True  # figures_now answers None until the view is whole again
-            if self._events is not None and (self._inbox_wd is None
-                                             or self._quarantine_wd is None):
-                self._watch()
-        try:
-            return self._look(conn, changed, full, quarantine_moved)
-        except BaseException:
-            with self._lock:  # what was taken is looked at again, in full, next time
-                self._full = self._quarantine_moved = True
-            raise
-        finally:
+        with self._looking:
             with self._lock:
-                self._refreshing = False
+                changed, self._changed = self._changed, set()
+                full = self._full or self._events is None or self._inbox_wd is None \
+                    or time.monotonic() - self._full_at > FULL_EVERY_S
+                quarantine_moved = self._quarantine_moved or self._quarantine_wd is None
+                self._full = self._quarantine_moved = False
+                self._refreshing = True  # figures_now answers None until the view is whole
+                if self._events is not None and (self._inbox_wd is None
+                                                 or self._quarantine_wd is None):
+                    self._watch()
+            try:
+                return self._look(conn, changed, full, quarantine_moved)
+            except BaseException:
+                with self._lock:  # what was taken is looked at again, in full, next time
+                    self._full = self._quarantine_moved = True
+                raise
+            finally:
+                with self._lock:
+                    self._refreshing = False
 
     def _look(self, conn: Any, changed: set[str], full: bool,
               quarantine_moved: bool) -> dict[str, int]:
@@ -160,10 +237,7 @@ class InboxView:
         holds = submissions.held_names(conn)
         busy = journal.names_in_open_batches(conn)
         moved_before = self.inbox.quarantined_here
-        cfg = self.app.config
-        settings = {"max_bytes": cfg["engine.inbox_max_note_bytes"],
-                    "settle_ms": cfg["engine.inbox_settle_ms"], "held_names": holds,
-                    "configured_agents": cfg.agents}
+        settings = self._settings(holds)
         if full:
             self._full_at = time.monotonic()
             try:
@@ -189,13 +263,6 @@ class InboxView:
             quarantined = self.quarantined.get()
         else:
             quarantined = self._figures["quarantined"]
-        held = [note.name in holds or note.meta.get("hold") is True for note in notes.values()]
-        figures = {"pending": len(notes),
-                   "eligible": sum(1 for note, h in zip(notes.values(), held, strict=True)
-                                   if note.settled and not h and note.name not in busy),
-                   "held": sum(held), "quarantined": quarantined}
-        settling = any(not note.settled for note in notes.values())
-        with self._lock:
-            self._notes, self._submitted = notes, submitted & notes.keys()
-            self._settling, self._version, self._figures = settling, version, figures
-        return figures
+        gone = set(self._claimed) - notes.keys() if full else changed - notes.keys()
+        return self._keep(notes, submitted & notes.keys(), holds, busy, version, quarantined,
+                          gone)

@@ -9,8 +9,8 @@ readers, and gives up the interpreter lock for no statement.
 Which figures a commit changed is known without reading them: temporary triggers, private to
 the writer's connection, flag a kind in a temporary table when a row it depends on changes
 (`records`: the stored counts and the expiry times of active records; `counters`: the
-consolidation journal's counters; `jobs`: job results; `inbox`: holds and the journal's
-batches). refresh() reads the flags (one small statement) and re-reads only the flagged
+consolidation journal's counters; `jobs`: job results; `inbox`: holds and which notes open
+batches hold). refresh() reads the flags (one small statement) and re-reads only the flagged
 figures, so a commit of retrieval telemetry or of memory.search's bookkeeping costs one
 statement, not four. The flags are rows of the same transaction: a rolled-back write leaves
 none. `inbox_version` counts the commits that changed holds or batches, for the inbox view
@@ -48,9 +48,10 @@ WATCHED = (
     ("jobs", "job_runs", "DELETE"),
     ("inbox", "inbox_holds", "INSERT"), ("inbox", "inbox_holds", "DELETE"),
     ("inbox", "inbox_holds", "UPDATE"),
-    ("inbox", "batches", "INSERT"), ("inbox", "batches", "UPDATE"),
+    # Which names an open batch holds: a batch's state, a note's batch, name and done mark.
+    ("inbox", "batches", "INSERT"), ("inbox", "batches", "UPDATE OF state"),
     ("inbox", "batches", "DELETE"),
-    ("inbox", "batch_notes", "INSERT"), ("inbox", "batch_notes", "UPDATE"),
+    ("inbox", "batch_notes", "INSERT"), ("inbox", "batch_notes", "UPDATE OF batch_id, name, done"),
     ("inbox", "batch_notes", "DELETE"),
 )
 

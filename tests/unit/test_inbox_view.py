@@ -16,7 +16,7 @@ from minionsd.home import Home
 from minionsd.memory.app import App
 from minionsd.memory.inbox import Inbox
 from minionsd.memory.quarantine import QuarantineCount
-from minionsd.service.inbox_view import InboxView
+from minionsd.service.inbox_view import LOOP_NAMES, InboxView
 from minionsd.storage import journal, submissions
 from minionsd.storage.database import Database
 
@@ -88,17 +88,30 @@ def test_memory_answers_only_while_nothing_moved(app):
             assert view.figures_now() == figures
             write(app, "b.md")
             await events_taken()
-            assert view.figures_now() is None  # a file came: look again
-            assert app.db.read_blocking(view.refresh) == full_look(app)
-            await events_taken()
+            assert view.figures_now() == full_look(app)  # a new note, looked at on the loop
             assert view.figures_now()["pending"] == 2
+            (app.home.inbox / "bad.md").write_bytes(b"# bad\n\xff\n")
+            await events_taken()
+            assert view.figures_now() is None  # to be quarantined: not on the loop
+            assert (app.home.inbox / "bad.md").exists()
+            assert app.db.read_blocking(view.refresh) == full_look(app)
+            assert not (app.home.inbox / "bad.md").exists()
+            await events_taken()  # the move itself is seen: one more look, then quiet
+            assert app.db.read_blocking(view.refresh)["quarantined"] == 1
+            await events_taken()
+            assert view.figures_now()["quarantined"] == 1
+            for n in range(LOOP_NAMES + 1):
+                write(app, f"burst-{n}.md")
+            await events_taken()
+            assert view.figures_now() is None  # too many names for the loop
+            assert app.db.read_blocking(view.refresh) == full_look(app)
             await app.db.write(submissions.set_hold, "a.md", True, app.now())
             assert view.figures_now() is None  # a hold changed in state.db
             assert app.db.read_blocking(view.refresh)["held"] == 1
             (app.home.quarantine / "q.md").write_text("x")
             await events_taken()
             assert view.figures_now() is None
-            assert app.db.read_blocking(view.refresh)["quarantined"] == 1
+            assert app.db.read_blocking(view.refresh)["quarantined"] == 2
             view.invalidate()
             assert view.figures_now() is None
         finally:
@@ -164,6 +177,51 @@ def test_after_any_mix_of_changes_the_view_equals_a_full_look(app, seed):
                 if now is None:
                     now = app.db.read_blocking(view.refresh)
                 assert now == full_look(app)
+        finally:
+            view.stop()
+
+    asyncio.run(run())
+
+
+@pytest.fixture
+def slow_app(short_home):
+    home = Home(short_home)
+    home.ensure()
+    (short_home / "config.toml").write_text("[engine]\ninbox_settle_ms = 600000\n")
+    db = Database(home.db)
+    yield App(home=home, config=load_config(home.config, {}), db=db)
+    db.close()
+
+
+def test_a_settling_note_is_the_databases_to_judge_unless_its_claim_is_known(slow_app):
+    """A note younger than inbox_settle_ms is eligible only if inbox.submit wrote it (a claim
+    in state.db): the loop never guesses that; a claim it was told of is enough."""
+    app = slow_app
+    view = InboxView(app, Inbox(app.home), QuarantineCount(app.home.quarantine))
+
+    async def run() -> None:
+        view.start(asyncio.get_running_loop())
+        try:
+            await events_taken()
+            assert app.db.read_blocking(view.refresh) == full_look(app)
+            await app.db.write(submissions.claim_name, "sent.md", "hash", app.now())
+            view.claimed("sent.md")
+            write(app, "sent.md")
+            await events_taken()
+            assert view.figures_now() == full_look(app) == {
+                "pending": 1, "eligible": 1, "held": 0, "quarantined": 0}
+            await app.db.write(submissions.claim_name, "other.md", "hash2", app.now())
+            write(app, "other.md")  # claimed in state.db, but the view was not told
+            await events_taken()
+            assert view.figures_now() is None
+            assert app.db.read_blocking(view.refresh) == full_look(app)
+            assert full_look(app)["eligible"] == 2
+            write(app, "by-hand.md")  # settling: pending, not eligible, and not on the loop
+            await events_taken()
+            assert view.figures_now() is None
+            assert app.db.read_blocking(view.refresh) == full_look(app) == {
+                "pending": 3, "eligible": 2, "held": 0, "quarantined": 0}
+            assert view.figures_now() is None  # still settling
         finally:
             view.stop()
 
