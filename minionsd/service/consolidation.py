@@ -201,20 +201,26 @@ class ConsolidationService:
         # which every write waits for, only renames it into place and syncs the directory.
         staged = write_temp_synced(inbox_dir / submission.name, submission.text.encode("utf-8"))
 
+        placing: list[str] = []
+
         def claim_and_place(conn: Any) -> tuple[str, bool]:
             name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
                 # Placed inside the transaction: if that fails the claim rolls back.
+                placing.append(name)
+                self.view.claimed(name)
                 os.replace(staged, inbox_dir / name)
                 fsync_dir(inbox_dir)
             return name, fresh
 
         try:
             name, written = self.app.db.write_blocking(claim_and_place)
+        except BaseException:
+            for name in placing:
+                self.view.unclaimed(name)
+            raise
         finally:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
-        if written:
-            self.view.claimed(name)
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
 

@@ -10,9 +10,11 @@ look found, note by note, and knows when that is no longer what a look would fin
   the call that made the change returns, so a change made before a `status` request was sent
   is taken in before that request is handled. The names it reports are looked at again, and
   only they; a queue overflow, or a watched directory going away, means a full look.
-* the database: holds and open batches change only by the daemon's own commits, which
-  storage/live_counts.py counts (`inbox_version`). A name inbox.submit claims always arrives
-  with its file (an event); a claim pruned after a day names a note settled either way.
+* the database: holds and which notes open batches hold change only by the daemon's own
+  commits; storage/live_counts.py reads them again on the writer after such a commit, before
+  its callers hear back (`inbox`). A name inbox.submit claims always arrives with its file
+  (an event), and inbox.submit tells the view as it places it (claimed); a claim pruned
+  after a day names a note settled either way.
 * time: a note still settling becomes eligible (or is quarantined) by time alone, so while
   the view holds one it is not trusted; and a full look is taken at least every FULL_EVERY_S
   (changes inotify cannot see: a write through a hard link from outside the inbox).
@@ -64,8 +66,6 @@ class InboxView:
         self._refreshing = False
         self._looking = threading.Lock()  # one look at a time (the loop's or the light lane's)
         self._claimed: set[str] = set()  # placed by inbox.submit, claim committed
-        self._holds: set[str] = set()
-        self._busy: set[str] = set()
         self._events: inotify.Inotify | None = None
         self._inbox_wd: int | None = None
         self._quarantine_wd: int | None = None
@@ -123,29 +123,40 @@ class InboxView:
             self._full = self._quarantine_moved = True
 
     def claimed(self, name: str) -> None:
-        """inbox.submit placed `name` and its claim is committed: it needs no settling time."""
+        """inbox.submit is placing `name` in the transaction that claims it: a note complete
+        on arrival, which needs no settling time (told before the file appears, so its event
+        finds the claim known; the claim counts from then on, like the write it belongs to,
+        whose caller has not heard back)."""
         with self._lock:
             self._claimed.add(name)
 
+    def unclaimed(self, name: str) -> None:
+        """The transaction that claimed `name` failed: the file, if placed, settles as any."""
+        with self._lock:
+            self._claimed.discard(name)
+            self._changed.add(name)
+
     def _current(self) -> bool:
-        """Everything but the names in _changed is as a look now would find it (with _lock)."""
+        """Everything but the names in _changed and the database's holds and open batches
+        is as a look now would find it (called with _lock)."""
         return not (self._full or self._quarantine_moved or self._refreshing
                     or self._events is None or self._inbox_wd is None
                     or self._quarantine_wd is None or self._settling
                     or self._figures is None
-                    or self._version != self.app.db.live.inbox_version
                     or time.monotonic() - self._full_at > FULL_EVERY_S)
 
     def figures_now(self) -> dict[str, int] | None:
         """The inbox figures when the view is, or can be made here, exactly what a look now
-        would find; else None (then refresh() on the light lane). On the loop: when only a
-        few names changed, and none of them needs the database (a note settling whose claim
-        is unknown) or would be quarantined, they are looked at here (a `stat` each, a read
-        of a new note), saving the trip to the light lane."""
+        would find; else None (then refresh() on the light lane). On the loop: holds and
+        open batches come from live counts (read on the writer after the commit that changed
+        them); when a few names changed, and none of them needs the database (a note
+        settling whose claim is unknown) or would be quarantined, they are looked at here (a
+        `stat` each, a read of a new note), saving the trip to the light lane."""
+        inbox = self.app.db.live.inbox
         with self._lock:
-            if not self._current() or len(self._changed) > LOOP_NAMES:
+            if not self._current() or len(self._changed) > LOOP_NAMES or inbox is None:
                 return None
-            if not self._changed:
+            if not self._changed and inbox[0] == self._version:
                 return self._figures
         if not self._looking.acquire(blocking=False):
             return None  # a refresh is under way on the light lane
@@ -155,7 +166,7 @@ class InboxView:
                     return None
                 changed, self._changed = self._changed, set()
             try:
-                return self._look_here(changed)
+                return self._look_here(changed, inbox)
             except (WouldMove, OSError):
                 with self._lock:  # the light lane looks at them (and quarantines)
                     self._changed |= changed
@@ -163,11 +174,13 @@ class InboxView:
         finally:
             self._looking.release()
 
-    def _look_here(self, changed: set[str]) -> dict[str, int]:
+    def _look_here(self, changed: set[str],
+                   inbox: tuple[int, frozenset[str], frozenset[str]]) -> dict[str, int]:
+        version, holds, busy = inbox
         notes = dict(self._notes)
         with self._lock:
             complete = self._submitted | self._claimed
-        settings = self._settings(self._holds)
+        settings = self._settings(set(holds))
         for name in changed:
             note = self.inbox.examine(name, **settings, complete=name in complete,
                                       may_move=False)
@@ -177,8 +190,8 @@ class InboxView:
                 notes.pop(name, None)
             else:
                 notes[name] = note
-        return self._keep(notes, complete & notes.keys(), self._holds, self._busy,
-                          self._version, self._figures["quarantined"], changed - notes.keys())
+        return self._keep(notes, complete & notes.keys(), set(holds), set(busy), version,
+                          self._figures["quarantined"], changed - notes.keys())
 
     def _settings(self, holds: set[str]) -> dict[str, Any]:
         cfg = self.app.config
@@ -200,7 +213,6 @@ class InboxView:
             self._claimed -= gone  # a claim whose note is not placed yet stays
             if len(self._claimed) > CLAIMS_KEPT:  # the database says it as well
                 self._claimed.clear()
-            self._holds, self._busy = holds, busy
             self._settling, self._version, self._figures = settling, version, figures
         return figures
 
@@ -233,9 +245,13 @@ class InboxView:
 
     def _look(self, conn: Any, changed: set[str], full: bool,
               quarantine_moved: bool) -> dict[str, int]:
-        version = self.app.db.live.inbox_version  # before the reads: a later change re-reads
-        holds = submissions.held_names(conn)
-        busy = journal.names_in_open_batches(conn)
+        inbox = self.app.db.live.inbox
+        if inbox is not None:
+            version, holds, busy = inbox[0], set(inbox[1]), set(inbox[2])
+        else:  # live counts failed to read them: the database, and never trusted on the loop
+            version = -1
+            holds = submissions.held_names(conn)
+            busy = journal.names_in_open_batches(conn)
         moved_before = self.inbox.quarantined_here
         settings = self._settings(holds)
         if full:

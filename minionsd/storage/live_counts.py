@@ -13,8 +13,9 @@ consolidation journal's counters; `jobs`: job results; `inbox`: holds and which 
 batches hold). refresh() reads the flags (one small statement) and re-reads only the flagged
 figures, so a commit of retrieval telemetry or of memory.search's bookkeeping costs one
 statement, not four. The flags are rows of the same transaction: a rolled-back write leaves
-none. `inbox_version` counts the commits that changed holds or batches, for the inbox view
-status keeps (service/inbox_view.py).
+none. `inbox_version` counts the commits that changed holds or batches, and `inbox` holds
+what they are now (held names, names in open batches), for the inbox view status keeps
+(service/inbox_view.py).
 
 Records that expire at read time (SPEC §7) are counted at the time asked: the earliest
 EXPIRING_HEAD expiry times of active records are kept, sorted, and the ones not after `now`
@@ -31,7 +32,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from minionsd.storage import job_runs, journal
+from minionsd.storage import job_runs, journal, submissions
 
 EXPIRING_HEAD = 256
 STATUSES = ("active", "superseded", "retracted", "expired")
@@ -115,6 +116,8 @@ class LiveCounts:
         self.figures: Figures | None = None  # None until read, and after a failed read
         self.head = head
         self.inbox_version = 0  # commits that changed holds or batches (see the docstring)
+        # (inbox_version, names held in state.db, names open batches hold); None until read
+        self.inbox: tuple[int, frozenset[str], frozenset[str]] | None = None
         self.reads = 0  # statements refresh() ran, flags included (for tests and the bench)
         self._seen_changes = -1
         self._flagged: sqlite3.Connection | None = None  # the connection with the triggers
@@ -135,6 +138,11 @@ class LiveCounts:
         self.reads += 1
         if "inbox" in kinds and not first:
             self.inbox_version += 1
+        if "inbox" in kinds or self.inbox is None:
+            self.inbox = None
+            self.inbox = (self.inbox_version, frozenset(submissions.held_names(conn)),
+                          frozenset(journal.names_in_open_batches(conn)))
+            self.reads += 2
         old = self.figures
         if old is None:
             kinds = set(KINDS)
