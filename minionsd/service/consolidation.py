@@ -26,6 +26,7 @@ from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
 from minionsd.memory.inbox import Inbox, note_project
 from minionsd.service.inbox_view import InboxView
+from minionsd.service.shared_txn import SharedTransactions
 from minionsd.storage import journal, submissions
 from minionsd.threads import run_in_daemon_thread
 
@@ -40,6 +41,8 @@ class ConsolidationService:
                                  crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self.view = InboxView(app, self.inbox, self.quarantined)  # status's inbox figures
+        # Submissions arriving together share one transaction and one directory sync.
+        self._submits = SharedTransactions(app.db.write_blocking, self._placed)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False
@@ -206,15 +209,15 @@ class ConsolidationService:
         def claim_and_place(conn: Any) -> tuple[str, bool]:
             name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
-                # Placed inside the transaction: if that fails the claim rolls back.
+                # Placed inside the transaction: if that fails the claim rolls back. The
+                # directory is synced once for every note of the transaction (_placed).
                 placing.append(name)
                 self.view.claimed(name)
                 os.replace(staged, inbox_dir / name)
-                fsync_dir(inbox_dir)
             return name, fresh
 
         try:
-            name, written = self.app.db.write_blocking(claim_and_place)
+            name, written = self._submits.run(claim_and_place)
         except BaseException:
             for name in placing:
                 self.view.unclaimed(name)
@@ -223,6 +226,12 @@ class ConsolidationService:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
+
+    def _placed(self, conn: Any, outcomes: list[tuple[str, bool]]) -> None:
+        """Inside a submissions' transaction, after its notes were placed: one sync makes
+        every new name durable before the COMMIT (and so before any caller hears back)."""
+        if any(fresh for _name, fresh in outcomes):
+            fsync_dir(self.app.home.inbox)
 
     def methods(self) -> dict[str, Any]:
         async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
