@@ -137,7 +137,7 @@ class Inbox:
         live = {n.name for n in notes}
         for name in list(self._cache):
             if name not in live:
-                del self._cache[name]
+                self._cache.pop(name, None)  # another thread may have dropped it
         notes.sort(key=lambda n: (n.mtime, n.name))
         return notes
 
