@@ -42,7 +42,8 @@ class ConsolidationService:
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
         self.view = InboxView(app, self.inbox, self.quarantined)  # status's inbox figures
         # Submissions arriving together share one transaction and one directory sync.
-        self._submits = SharedTransactions(app.db.write_blocking, self._placed)
+        self._submits = SharedTransactions(app.db.write_blocking, self._placed,
+                                           submissions.alone)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False

@@ -1,35 +1,32 @@
 """Directory change events from Linux inotify, read without a thread of their own.
 
-The descriptor is non-blocking: the event loop reads it when it is readable (add_reader), so
-an event the kernel queued before a request arrived is taken in before that request is
-handled. Elsewhere (no inotify) open() returns None and callers fall back to looking.
+The descriptor and its watches come from watchdog's inotify bindings (the same ones its
+observer uses); what differs is who reads: the descriptor is non-blocking and the event loop
+reads it when it is readable (add_reader), so an event the kernel queued before a request
+arrived is taken in before that request is handled. Elsewhere (no inotify) open() returns None
+and callers fall back to looking.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import struct
-import sys
 from dataclasses import dataclass
+from typing import Any
 
-IN_MODIFY = 0x2
-IN_ATTRIB = 0x4
-IN_CLOSE_WRITE = 0x8
-IN_MOVED_FROM = 0x40
-IN_MOVED_TO = 0x80
-IN_CREATE = 0x100
-IN_DELETE = 0x200
-IN_DELETE_SELF = 0x400
-IN_MOVE_SELF = 0x800
-IN_Q_OVERFLOW = 0x4000
-IN_IGNORED = 0x8000
-IN_ONLYDIR = 0x01000000
-CHANGES = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE
-           | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF)
-GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED  # the watched directory itself went away
-_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+try:  # watchdog refuses to load its inotify module where libc has no inotify
+    from watchdog.observers.inotify_c import InotifyConstants as _C
+    from watchdog.observers.inotify_c import inotify_add_watch, inotify_init
+except Exception:  # any failure to load means: no inotify here
+    _C: Any = None
+
+IN_Q_OVERFLOW = 0x4000  # inotify(7); also InotifyConstants.IN_Q_OVERFLOW
+CHANGES = 0 if _C is None else (
+    _C.IN_MODIFY | _C.IN_ATTRIB | _C.IN_CLOSE_WRITE | _C.IN_MOVED_FROM | _C.IN_MOVED_TO
+    | _C.IN_CREATE | _C.IN_DELETE | _C.IN_DELETE_SELF | _C.IN_MOVE_SELF)
+# The watched directory itself went away (deleted, moved, or its watch dropped).
+GONE = 0 if _C is None else _C.IN_DELETE_SELF | _C.IN_MOVE_SELF | _C.IN_IGNORED
+_HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 READ_BYTES = 65536
 
 
@@ -41,6 +38,7 @@ class Event:
 
 
 def parse(data: bytes) -> list[Event]:
+    """The events of one read of an inotify descriptor (whole `struct inotify_event`s)."""
     events = []
     offset = 0
     while offset + _HEADER.size <= len(data):
@@ -53,27 +51,26 @@ def parse(data: bytes) -> list[Event]:
 
 
 class Inotify:
-    """One inotify descriptor (non-blocking, close-on-exec) and its directory watches."""
+    """One inotify descriptor (non-blocking, not inherited by children) and its directory
+    watches."""
 
-    def __init__(self, fd: int, libc: ctypes.CDLL) -> None:
+    def __init__(self, fd: int) -> None:
         self.fd = fd
-        self._libc = libc
 
     @classmethod
     def open(cls) -> Inotify | None:
-        if not sys.platform.startswith("linux"):
+        if _C is None:
             return None
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError):
+        fd = inotify_init()
+        if fd < 0:
             return None
-        return cls(fd, libc) if fd >= 0 else None
+        os.set_blocking(fd, False)
+        os.set_inheritable(fd, False)
+        return cls(fd)
 
     def watch(self, directory: str) -> int | None:
         """Watch `directory` for changes to its entries: the watch descriptor, or None."""
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory),
-                                          CHANGES | IN_ONLYDIR)
+        wd = inotify_add_watch(self.fd, os.fsencode(directory), CHANGES | _C.IN_ONLYDIR)
         return wd if wd >= 0 else None
 
     def read(self) -> list[Event]:

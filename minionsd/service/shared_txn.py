@@ -8,18 +8,17 @@ by then, then the end step once (the directory sync), then one COMMIT; each job 
 own outcome. (storage/group_commit.py cannot take these: its writes must touch only the
 database, because a failed group is run again write by write.)
 
-A job that raises a MinionsError (the caller's mistake, found before it changed anything, such
-as a second finding for a task) fails alone; any other failure, or a failed COMMIT, fails every
-job of that transaction, as it would have failed each one written alone.
+Each job runs inside `alone(conn)` (a savepoint): a job that raises fails alone, what it wrote
+undone, and the others' writes stay. A failed end step or COMMIT fails every job of that
+transaction, as it would have failed each one written alone.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
-
-from minionsd.errors import MinionsError
 
 Job = Callable[[Any], Any]
 
@@ -42,13 +41,16 @@ class _Slot:
 
 class SharedTransactions:
     """`write(fn)` runs fn(conn) in one write transaction and returns its result (the
-    database's write_blocking); `end(conn, outcomes)` runs once per transaction after its
-    jobs, inside it."""
+    database's write_blocking); `alone(conn)` is the savepoint each job runs in;
+    `end(conn, outcomes)` runs once per transaction after its jobs, inside it, with the
+    outcomes of the jobs that did not fail."""
 
     def __init__(self, write: Callable[[Job], Any],
-                 end: Callable[[Any, list[Any]], None]) -> None:
+                 end: Callable[[Any, list[Any]], None],
+                 alone: Callable[[Any], AbstractContextManager[Any]]) -> None:
         self._write = write
         self._end = end
+        self._alone = alone
         self._lock = threading.Lock()
         self._waiting: list[_Slot] = []
         self._busy = False
@@ -89,8 +91,9 @@ class SharedTransactions:
             outcomes: list[tuple[bool, Any]] = []
             for slot in batch:
                 try:
-                    outcomes.append((False, slot.job(conn)))
-                except MinionsError as exc:
+                    with self._alone(conn):
+                        outcomes.append((False, slot.job(conn)))
+                except Exception as exc:  # this job's own failure: the others go on
                     outcomes.append((True, exc))
             self._end(conn, [value for failed, value in outcomes if not failed])
             return outcomes

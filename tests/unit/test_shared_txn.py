@@ -1,6 +1,6 @@
 """Jobs from many threads share write transactions (service/shared_txn.py) on a real
-database: each gets its own outcome, a caller's mistake fails alone, any other failure fails
-its whole transaction and commits nothing of it."""
+database: each gets its own outcome, a job that fails fails alone (what it wrote undone), and a
+failed end step fails its whole transaction and commits nothing of it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from minionsd.errors import Conflict, StorageError
 from minionsd.service.shared_txn import SharedTransactions
 from minionsd.storage.database import Database
+from minionsd.storage.submissions import alone
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def run_together(shared: SharedTransactions, jobs: list) -> list:
 
 def test_jobs_queued_during_a_transaction_share_the_next_and_each_gets_its_own_outcome(db):
     ends: list[list] = []
-    shared = SharedTransactions(db.write_blocking, lambda conn, done: ends.append(done))
+    shared = SharedTransactions(db.write_blocking, lambda conn, done: ends.append(done), alone)
     gate = threading.Event()
 
     def first(conn):
@@ -78,7 +79,7 @@ def test_jobs_queued_during_a_transaction_share_the_next_and_each_gets_its_own_o
 
 
 def test_a_callers_mistake_fails_alone(db):
-    shared = SharedTransactions(db.write_blocking, lambda conn, done: None)
+    shared = SharedTransactions(db.write_blocking, lambda conn, done: None, alone)
 
     def refused(conn):
         raise Conflict("task t already has a finding")
@@ -93,7 +94,7 @@ def test_a_callers_mistake_fails_alone(db):
     assert names(db) == {f"job-{n}" for n in range(12) if n % 3}
 
 
-def test_any_other_failure_fails_its_transaction_and_commits_none_of_it(db):
+def test_a_failed_end_step_fails_its_transaction_and_commits_none_of_it(db):
     ends: list[list] = []
 
     def end(conn, done) -> None:
@@ -101,7 +102,7 @@ def test_any_other_failure_fails_its_transaction_and_commits_none_of_it(db):
         if any(name == "job-bad" for name in done):
             raise OSError("the directory could not be synced")
 
-    shared = SharedTransactions(db.write_blocking, end)
+    shared = SharedTransactions(db.write_blocking, end, alone)
     with pytest.raises((OSError, StorageError)):
         shared.run(put("job-bad"))
     assert names(db) == set()
@@ -111,3 +112,24 @@ def test_any_other_failure_fails_its_transaction_and_commits_none_of_it(db):
     failed = [o for o in outcomes if isinstance(o, BaseException)]
     assert failed  # the bad one, and whatever shared its transaction
     assert names(db) == {"job-good"} | {o for o in outcomes if isinstance(o, str)}
+
+
+def test_a_job_that_fails_after_writing_fails_alone_and_its_writes_are_undone(db):
+    """Not only a caller's mistake: a job that wrote and then failed (a note that could not
+    be placed) fails alone; its row is rolled back, the jobs beside it are committed."""
+
+    def half(name: str):
+        def job(conn):
+            put(name)(conn)
+            raise OSError(f"{name} could not be placed")
+        return job
+
+    shared = SharedTransactions(db.write_blocking, lambda conn, done: None, alone)
+    jobs = [half(f"job-{n}") if n % 4 == 0 else put(f"job-{n}") for n in range(16)]
+    outcomes = run_together(shared, jobs)
+    for n, outcome in enumerate(outcomes):
+        if n % 4 == 0:
+            assert isinstance(outcome, OSError) and f"job-{n}" in str(outcome)
+        else:
+            assert outcome == f"job-{n}"
+    assert names(db) == {f"job-{n}" for n in range(16) if n % 4}
