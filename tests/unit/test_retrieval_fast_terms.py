@@ -10,6 +10,7 @@ non-ASCII letters that fold to ASCII ones.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Iterator, Mapping
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.memory.retrieval import query, taskwords
+from minionsd.memory.retrieval import query, synonyms, taskwords
 from minionsd.memory.retrieval.cues import Cues, task_cues
 from minionsd.memory.retrieval.query import (
     FIELD_HEAD_CHARS,
@@ -115,7 +116,8 @@ def reference_cues(task: Any) -> Cues:
         return Cues()
     texts = [text[:FIELD_HEAD_CHARS] for text, is_path in query._field_texts(task)
              if text and not is_path]
-    return task_cues(task, texts)
+    words = frozenset(w for text in texts for w in _TOKEN_RE.findall(text.lower()))
+    return dataclasses.replace(task_cues(task, texts), words=words)
 
 
 # --- generated text --------------------------------------------------------------------------
@@ -165,6 +167,8 @@ def test_the_word_cuts_equal_ftsquerys(text: str) -> None:
     assert taskwords.code_term_list(text) == list(code_terms(text))
     assert taskwords.compounds(text) == set(_COMPOUND_RE.findall(text))
     assert taskwords.with_phrases(text) == normalise_phrases(text)
+    assert taskwords.lower_words(text) == _TOKEN_RE.findall(text.lower())
+    assert synonyms.words(text) == _TOKEN_RE.findall(text.lower())
 
 
 @settings(max_examples=400)

@@ -26,6 +26,18 @@ from minionsd.text.ftsquery import _PHRASES, code_terms, normalise_phrases, phra
 _NOT_COMPOUND = str.maketrans(
     {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "-_")})
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
+# Every ASCII character that is not a letter or digit -> space.
+_NOT_TOKEN = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+
+def lower_words(text: str) -> list[str]:
+    """The runs of letters and digits of `text` lower-cased, in order
+    (``re.findall(r"[^\\W_]+", text.lower())``)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered.translate(_NOT_TOKEN).split()
+    return _TOKEN_RE.findall(lowered)
 
 
 def code_term_list(text: str) -> list[str]:
