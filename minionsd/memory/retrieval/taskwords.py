@@ -22,12 +22,12 @@ import re
 
 from minionsd.text.ftsquery import _PHRASES, code_terms, normalise_phrases, phrase_forms
 
-# Every ASCII character that is not part of a compound (letters, digits, '-', '_') -> space.
-_NOT_COMPOUND = str.maketrans(
-    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "-_")})
+# str.translate tables (a string, so nothing here is mutable): every ASCII character that is
+# not part of a compound (letters, digits, '-', '_') becomes a space; in the second, every one
+# that is not a letter or a digit.
+_NOT_COMPOUND = "".join(c if c.isalnum() or c in "-_" else " " for c in map(chr, range(128)))
 _COMPOUND_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
-# Every ASCII character that is not a letter or digit -> space.
-_NOT_TOKEN = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+_NOT_TOKEN = "".join(c if c.isalnum() else " " for c in map(chr, range(128)))
 _TOKEN_RE = re.compile(r"[^\W_]+")
 
 
