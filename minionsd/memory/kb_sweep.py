@@ -117,7 +117,8 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
             return "unreadable"
         meta, _body, text = parsed
         report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
-        _import_entry(app, path, meta, text, now, report)
+        _import_entry(app, path, meta, text, now, report,
+                      app.db.read_blocking(kb_index.known_file, rel))
         return next((k for k, v in report.items() if v), "unchanged")
 
 
@@ -151,7 +152,7 @@ def _kb_sweep(app: App, now: datetime) -> Report:
         survivors = _llm_plan_pass(app, survivors, now, report)
     known = app.db.read_blocking(kb_index.known_files)
     for path, meta, _body, text in survivors:
-        _import_entry(app, path, meta, text, now, report)
+        _import_entry(app, path, meta, text, now, report, known.get(app.home.rel(path)))
     on_disk = {app.home.rel(p) for p, *_ in survivors}
     report["missing_files"] = sorted(rel for rel in known
                                      if rel not in on_disk and rel not in busy)
@@ -277,14 +278,20 @@ def _plan_moves(plan: dict[str, Any], size: int) -> dict[int, str]:
 
 
 def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: datetime,
-                  report: Report) -> None:
+                  report: Report, seen: tuple[str, str | None] | None) -> None:
     """Import or update one file's record (SPEC §3.7, one file, one record).
 
-    Everything is decided inside the writer's transaction, against the file's link as it is
-    then: a file an open batch is writing is skipped (the batch links it to its record
-    itself), and an `entry_id` binds only to a record no other file owns."""
+    `seen` is the file's link as read before (its digest, its record id), or None: a file
+    whose text has that digest is in step with its record and costs nothing more (the
+    common case: consolidation links every file it writes). Anything else is decided inside
+    the writer's transaction, against the file's link as it is then: a file an open batch is
+    writing is skipped (the batch links it to its record itself), and an `entry_id` binds
+    only to a record no other file owns."""
     rel = app.home.rel(path)
     digest = knowledge.sha256(text)
+    if seen is not None and seen[0] == digest:
+        report["unchanged"] = report.get("unchanged", 0) + 1
+        return
     # A hand-added file is rated by the author its front matter names, like an inbox note.
     trust = author_trust(declared_author(meta), app.human_authors())
     fields = knowledge.record_fields(rel, text, trust=trust, author=None)

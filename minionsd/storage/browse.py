@@ -21,7 +21,8 @@ from typing import Any
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
 from minionsd.storage import fts, records, telemetry
-from minionsd.storage.record_fields import STATUSES, TRUSTS, TYPES, check_choice, check_scope
+from minionsd.storage.record_fields import STATUSES, check_choice
+from minionsd.storage.record_filters import field_filters
 from minionsd.text import ftsquery
 
 BROWSE_MAX_LIMIT = 200
@@ -65,25 +66,8 @@ def _filters(params: Mapping[str, Any], now: datetime) -> tuple[list[str], dict[
     if status != "all":
         binds["status"] = check_choice(status, "status", STATUSES)
         where.append(_status_condition(status))
-    if params.get("type") is not None:
-        binds["type"] = check_choice(params["type"], "type", TYPES)
-        where.append("r.type = :type")
-    if params.get("trust") is not None:
-        binds["trust"] = check_choice(params["trust"], "trust", TRUSTS)
-        where.append("r.trust = :trust")
-    if params.get("scope") is not None:
-        binds["scope"] = check_scope(params["scope"])
-        where.append("r.scope = :scope")
-    for column in ("project", "agent"):
-        value = params.get(column)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value or len(value) > 200:
-            raise InvalidParams(f"'{column}' must be a non-empty string of at most 200 "
-                                "characters", param=column)
-        binds[column] = value
-        where.append(f"r.{column} = :{column}")
-    return where, binds
+    fields, field_binds = field_filters(params, trust=True, empty_names=False)
+    return where + fields, binds | field_binds
 
 
 def _cursor(value: Any, kind: str) -> int | None:

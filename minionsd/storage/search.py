@@ -29,7 +29,8 @@ from minionsd.clock import iso
 from minionsd.errors import InvalidParams
 from minionsd.storage import fts
 from minionsd.storage.read_txn import snapshot
-from minionsd.storage.record_fields import STATUSES, TYPES, check_choice, check_scope, opt_str
+from minionsd.storage.record_fields import STATUSES, check_choice
+from minionsd.storage.record_filters import field_filters
 from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
 from minionsd.text import ftsquery
 
@@ -73,16 +74,9 @@ def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
     where = [f"{EFFECTIVE_STATUS} IN ({_placeholders(statuses)})"]
     binds: dict[str, Any] = {"expr": " OR ".join(phrases), "now": iso(now), "limit": limit}
     binds |= {f"s{i}": s for i, s in enumerate(statuses)}
-    if params.get("type") is not None:
-        binds["type"] = check_choice(params["type"], "type", TYPES)
-        where.append("r.type = :type")
-    if params.get("scope") is not None:
-        binds["scope"] = check_scope(params["scope"])
-        where.append("r.scope = :scope")
-    for column in ("project", "agent"):
-        if params.get(column) is not None:
-            binds[column] = opt_str(params, column, 200)
-            where.append(f"r.{column} = :{column}")
+    fields, field_binds = field_filters(params, trust=False, empty_names=True)
+    where += fields
+    binds |= field_binds
     condition = " AND ".join(where)
     # A search of active records alone tells records apart by the (few) inactive ones instead
     # of looking every match up in memory_records.

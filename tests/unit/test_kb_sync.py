@@ -95,3 +95,21 @@ def test_an_entry_id_no_batch_is_writing_binds_nothing_it_does_not_own(app):
         path = app.home.category_dir("project-notes") / f"2026-12-01-dallas-z{n}.md"
         path.write_text(f"---\nentry_id: '{entry_id}'\n---\n\n# Z\n\nbody {n}\n")
         assert kb_sweep.sync_kb_file(app, path, app.now()) == "imported"
+
+
+def test_a_file_in_step_with_its_record_costs_no_write(app, monkeypatch):
+    """A file whose text has its link's digest (every file consolidation wrote and linked) is
+    settled by one read: the writer thread, which every write waits for, is not asked."""
+    path = app.home.category_dir("conventions") / "2026-12-01-alice-y.md"
+    path.write_text("# Y\n\nsome text\n")
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "imported"
+
+    def no_write(*_args, **_kwargs):
+        raise AssertionError("a file in step with its record asked the writer")
+
+    monkeypatch.setattr(app.db, "write_blocking", no_write)
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "unchanged"
+    assert kb_sweep.kb_sweep(app, app.now())["unchanged"] == 1
+    monkeypatch.undo()
+    path.write_text("# Y\n\nother text\n")
+    assert kb_sweep.sync_kb_file(app, path, app.now()) == "updated"
