@@ -181,7 +181,7 @@ def measured_load(daemon: Any, clients: int, calls: int, procs: int, seed: int,
 def parse_mix(text: str | None) -> tuple[tuple[str, float], ...]:
     if not text:
         return MIX
-    known = {m for m, _ in MIX}
+    known = {m for m, _ in MIX} | {"config.get"}  # config.get: what any call waits for
     mix = []
     for part in text.split(","):
         method, _, weight = part.partition("=")
@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
                         "alternating with this code; needs --templates")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each code (with --old)")
     parser.add_argument("--mix", help="another mix, e.g. 'status=1' or 'memory.add=1,"
-                        "status=1' (with --templates): CPU per call of one method alone")
+                        "status=1' (with --templates): CPU per call of one method alone; "
+                        "config.get (which does nothing) shows the event loop's floor")
     parser.add_argument("--profile", help="py-spy record the daemon into this file "
                         "(.txt: collapsed stacks; else speedscope); BENCH_LOAD_GIL=1 adds --gil")
     args = parser.parse_args(argv)

@@ -87,12 +87,30 @@ class InboxNote:
         return kind if kind in KINDS else "note"
 
 
+class WouldMove(Exception):
+    """examine(may_move=False) met a file that a look would quarantine."""
+
+
+class _Named:
+    """What _examine reads of an os.DirEntry, for a name looked up on its own."""
+
+    __slots__ = ("name", "path")
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.name = name
+        self.path = os.path.join(directory, name)
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return os.stat(self.path, follow_symlinks=follow_symlinks)
+
+
 class Inbox:
     """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
 
     def __init__(self, home: Home) -> None:
         self.home = home
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
+        self.quarantined_here = 0  # files this object moved to quarantine so far
 
     def scan(self, *, max_bytes: int, settle_ms: int, held_names: set[str],
              configured_agents: Iterable[str], wall_now: float | None = None,
@@ -119,12 +137,26 @@ class Inbox:
         live = {n.name for n in notes}
         for name in list(self._cache):
             if name not in live:
-                del self._cache[name]
+                self._cache.pop(name, None)  # another thread may have dropped it
         notes.sort(key=lambda n: (n.mtime, n.name))
         return notes
 
-    def _examine(self, entry: os.DirEntry[str], max_bytes: int, settle_ms: int,
-                 held_names: set[str], agents: list[str], wall_now: float) -> InboxNote | None:
+    def examine(self, name: str, *, max_bytes: int, settle_ms: int, held_names: set[str],
+                configured_agents: Iterable[str], wall_now: float | None = None,
+                complete: bool = False, may_move: bool = True) -> InboxNote | None:
+        """One name of the inbox as scan() would see it (None: not a processable note now,
+        quarantined if it never can be), without listing the directory. With may_move
+        False a file that would be quarantined raises WouldMove instead (and stays)."""
+        if not is_candidate_name(name):
+            return None
+        wall_now = time.time() if wall_now is None else wall_now
+        return self._examine(_Named(str(self.home.inbox), name), max_bytes,
+                             0 if complete else settle_ms, held_names, list(configured_agents),
+                             wall_now, may_move)
+
+    def _examine(self, entry: os.DirEntry[str] | _Named, max_bytes: int, settle_ms: int,
+                 held_names: set[str], agents: list[str], wall_now: float,
+                 may_move: bool = True) -> InboxNote | None:
         try:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
@@ -132,23 +164,23 @@ class Inbox:
         if not _is_utf8(entry.name):
             # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
             shown = os.fsencode(entry.name).decode("utf-8", "backslashreplace")
-            self.quarantine(entry.name, f"file name is not valid UTF-8 (it was {shown})")
+            self._set_aside(may_move, entry.name, f"file name is not valid UTF-8 (it was {shown})")
             return None
         if stat.S_ISLNK(info.st_mode):
-            self.quarantine(entry.name, "symlinks are not accepted in the inbox")
+            self._set_aside(may_move, entry.name, "symlinks are not accepted in the inbox")
             return None
         if not stat.S_ISREG(info.st_mode):
             return None
         settled = (wall_now - info.st_mtime) * 1000 >= settle_ms
         if info.st_size > max_bytes:
             if settled:
-                self.quarantine(entry.name, f"file is {info.st_size} bytes, over "
+                self._set_aside(may_move, entry.name, f"file is {info.st_size} bytes, over "
                                 f"engine.inbox_max_note_bytes ({max_bytes})")
             return None
         if not settled:
             return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, {}, "",
                              "unknown", entry.name in held_names, False)
-        parsed = self._parse(entry, info)
+        parsed = self._parse(entry, info, may_move)
         if parsed is None:
             return None
         meta, content = parsed
@@ -156,8 +188,8 @@ class Inbox:
         return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
                          content, note_author(meta, entry.name, agents), held, True)
 
-    def _parse(self, entry: os.DirEntry[str],
-               info: os.stat_result) -> tuple[dict[str, Any], str] | None:
+    def _parse(self, entry: os.DirEntry[str] | _Named,
+               info: os.stat_result, may_move: bool = True) -> tuple[dict[str, Any], str] | None:
         signature = (info.st_size, info.st_mtime_ns)
         cached = self._cache.get(entry.name)
         if cached and cached[0] == signature:
@@ -169,7 +201,7 @@ class Inbox:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            self.quarantine(entry.name, f"cannot read the file: {exc}")
+            self._set_aside(may_move, entry.name, f"cannot read the file: {exc}")
             return None
         reason = None
         try:
@@ -185,10 +217,15 @@ class Inbox:
         except FrontMatterError as exc:
             reason = f"front matter cannot be parsed: {exc.detail}"
         if reason:
-            self.quarantine(entry.name, reason)
+            self._set_aside(may_move, entry.name, reason)
             return None
         self._cache[entry.name] = (signature, meta, content)
         return meta, content
+
+    def _set_aside(self, may_move: bool, name: str, reason: str) -> None:
+        if not may_move:
+            raise WouldMove(name)
+        self.quarantine(name, reason)
 
     def quarantine(self, name: str, reason: str) -> Path | None:
         """Move an inbox file to notes/quarantine/ (unique name) with a reason file."""
@@ -221,6 +258,7 @@ class Inbox:
             log.error("inbox.quarantine_reason_failed", name=shown, reason=reason,
                       error=str(exc))
         self._cache.pop(name, None)
+        self.quarantined_here += 1
         log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
         return target
 

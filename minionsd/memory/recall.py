@@ -37,6 +37,20 @@ from minionsd.threads import run_in_daemon_thread
 log = structlog.get_logger()
 
 
+def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | None,
+                    agent: str | None, now: datetime) -> tuple[list[str], dict[str, Any] | None]:
+    """A task's terms, and (when it has any) its pack with the fenced text and its size."""
+    terms = query_mod.task_terms(task)
+    if not terms:
+        return terms, None
+    found = _pack(app, conn, task, terms, project, agent, now)
+    if found["selected"]:
+        found["bytes"] = prompt.utf8_len(found["pack"])
+        found["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
+                              app.config["engine.untrusted_fence_max_bytes"])
+    return terms, found
+
+
 def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: str | None,
           agent: str | None, now: datetime) -> dict[str, Any]:
     """The read-only part of a retrieval, run on a reader connection."""
@@ -145,21 +159,21 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
         result["mode"] = "shadow" if shadow else "active"
         result["fallback_reason"] = None
         try:
-            terms = query_mod.task_terms(task)
+            # On a reader thread, terms and fence included: the event loop serves every
+            # client, and a task's text can be long.
+            terms, found = await app.db.read(
+                lambda conn: _terms_and_pack(app, conn, task, project, agent, now))
             result["terms"] = terms
-            if not terms:
+            if found is None:
                 result["fallback_reason"] = "no_terms"
             else:
-                found = await app.db.read(lambda conn: _pack(app, conn, task, terms, project,
-                                                             agent, now))
                 result["candidates"] = found["candidates"]
                 result["selected"] = found["selected"]
                 if not found["selected"]:
                     result["fallback_reason"] = "no_results"
                 else:
-                    result["bytes"] = prompt.utf8_len(found["pack"])
-                    result["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
-                                           cfg["engine.untrusted_fence_max_bytes"])
+                    result["bytes"] = found["bytes"]
+                    result["text"] = found["text"]
         except Exception as exc:
             log.exception("retrieval.failed", task=task["id"])
             error = f"{type(exc).__name__}: {exc}"

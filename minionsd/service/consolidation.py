@@ -25,6 +25,8 @@ from minionsd.memory.app import App
 from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
 from minionsd.memory.inbox import Inbox, note_project
+from minionsd.service.inbox_view import InboxView
+from minionsd.service.shared_txn import SharedTransactions
 from minionsd.storage import journal, submissions
 from minionsd.threads import run_in_daemon_thread
 
@@ -38,6 +40,10 @@ class ConsolidationService:
         self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
                                  crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
+        self.view = InboxView(app, self.inbox, self.quarantined)  # status's inbox figures
+        # Submissions arriving together share one transaction and one directory sync.
+        self._submits = SharedTransactions(app.db.write_blocking, self._placed,
+                                           submissions.alone)
         self._lock = asyncio.Lock()
         self._trigger_task: asyncio.Task | None = None
         self._dirty = False
@@ -49,6 +55,7 @@ class ConsolidationService:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self.view.start(self._loop)
         async with self._lock:
             try:
                 await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
@@ -61,6 +68,7 @@ class ConsolidationService:
 
     async def stop(self) -> None:
         self._stopping = True
+        self.view.stop()
         self.pipeline.abandon()
         if self._wake is not None:
             self._wake.cancel()
@@ -147,6 +155,7 @@ class ConsolidationService:
 
     async def config_changed(self, key: str | None) -> None:
         if key is None or key.startswith("engine."):
+            self.view.invalidate()  # settling time, size limit
             self.poke()  # a new threshold or wait bound may make a batch due (or later)
 
     # --- status -------------------------------------------------------------------------------
@@ -154,20 +163,25 @@ class ConsolidationService:
     async def status(self) -> dict[str, Any]:
         return self.status_from(await self.app.db.read_light(self.status_reads))
 
-    def status_reads(self, conn: Any) -> tuple[Any, dict[str, Any], int]:
-        """What status reads from disk, on the light lane (see Daemon.status): the inbox, the
-        quarantine count, and the journal's counters when memory has none."""
-        counters = self.app.db.live.counters()
-        return (self.pipeline.inbox_state(),
-                counters if counters is not None else journal.counters(conn),
-                self.quarantined.get())
+    def status_now(self) -> dict[str, Any] | None:
+        """status's part from memory, when the inbox view and the counters are current (no
+        system call, no thread); None when status_reads must run on the light lane."""
+        inbox, counters = self.view.figures_now(), self.app.db.live.counters()
+        if inbox is None or counters is None:
+            return None
+        return self.status_from((inbox, counters))
 
-    def status_from(self, reads: tuple[Any, dict[str, Any], int]) -> dict[str, Any]:
-        state, counters, quarantined = reads
+    def status_reads(self, conn: Any) -> tuple[dict[str, int], dict[str, Any]]:
+        """What status reads from disk, on the light lane (see Daemon.status): the inbox view
+        brought up to date, and the journal's counters when memory has none."""
+        counters = self.app.db.live.counters()
+        return (self.view.refresh(conn),
+                counters if counters is not None else journal.counters(conn))
+
+    def status_from(self, reads: tuple[dict[str, int], dict[str, Any]]) -> dict[str, Any]:
+        inbox, counters = reads
         return {
-            "inbox": {"pending": len(state.notes), "eligible": len(state.eligible()),
-                      "held": sum(1 for n in state.notes if n.held),
-                      "quarantined": quarantined},
+            "inbox": dict(inbox),
             "consolidation": {
                 "last_at": counters.get("last_at"), "last_mode": counters.get("last_mode"),
                 "batches": int(counters.get("batches", 0)),
@@ -191,20 +205,34 @@ class ConsolidationService:
         # which every write waits for, only renames it into place and syncs the directory.
         staged = write_temp_synced(inbox_dir / submission.name, submission.text.encode("utf-8"))
 
+        placing: list[str] = []
+
         def claim_and_place(conn: Any) -> tuple[str, bool]:
             name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
-                # Placed inside the transaction: if that fails the claim rolls back.
+                # Placed inside the transaction: if that fails the claim rolls back. The
+                # directory is synced once for every note of the transaction (_placed).
+                placing.append(name)
+                self.view.claimed(name)
                 os.replace(staged, inbox_dir / name)
-                fsync_dir(inbox_dir)
             return name, fresh
 
         try:
-            name, written = self.app.db.write_blocking(claim_and_place)
+            name, written = self._submits.run(claim_and_place)
+        except BaseException:
+            for name in placing:
+                self.view.unclaimed(name)
+            raise
         finally:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
         return {"name": name, "path": self.app.home.rel(inbox_dir / name),
                 "duplicate": not written}
+
+    def _placed(self, conn: Any, outcomes: list[tuple[str, bool]]) -> None:
+        """Inside a submissions' transaction, after its notes were placed: one sync makes
+        every new name durable before the COMMIT (and so before any caller hears back)."""
+        if any(fresh for _name, fresh in outcomes):
+            fsync_dir(self.app.home.inbox)
 
     def methods(self) -> dict[str, Any]:
         async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,

@@ -111,8 +111,11 @@ class Health:
                 log.error("health.wedged", silent_s=round(silent, 1))
                 os._exit(EXIT_WEDGED)
 
-    async def status(self) -> dict[str, Any]:
+    def status_now(self) -> dict[str, Any]:
         return {"health": self._checks(self.db_ok())}
+
+    async def status(self) -> dict[str, Any]:
+        return self.status_now()
 
     async def stop(self) -> None:
         self._stop.set()

@@ -145,6 +145,11 @@ class Scheduler:
             (log.debug if name == "rescan" else log.info)("jobs.done", job=name, summary=summary)
             return {"job": name, "at": iso(now), "report": report}
 
+    def status_now(self) -> dict[str, Any] | None:
+        """The same from memory, or None when memory has no job results."""
+        last = self.app.db.live.job_runs()
+        return None if last is None else self.status_from(last)
+
     async def status(self) -> dict[str, Any]:
         """Jobs and their last results: from memory (storage/live_counts.py), from SQL only
         when memory has none."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -78,3 +80,17 @@ def submitted_among(conn: sqlite3.Connection, names: list[str]) -> frozenset[str
     return frozenset(row[0] for row in conn.execute(
         "SELECT name FROM inbox_submissions WHERE name IN (SELECT value FROM json_each(?))",
         (json.dumps(names),)))
+
+
+@contextmanager
+def alone(conn: sqlite3.Connection) -> Iterator[None]:
+    """One submission's writes inside a transaction it shares with others: when the block
+    raises, what it wrote is undone (a savepoint rolled back) and the others' writes stay."""
+    conn.execute("SAVEPOINT submission")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK TO submission")
+        raise
+    finally:
+        conn.execute("RELEASE submission")

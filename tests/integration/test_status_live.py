@@ -114,3 +114,97 @@ def test_status_equals_a_fresh_count_after_every_kind_of_change(make_daemon, sho
     now += timedelta(hours=1)
     clock.write_text(iso(now))
     assert check()["records"]["expired"] == after["expired"] + 1
+
+
+def fresh_inbox(home: Path) -> dict[str, int]:
+    """The inbox figures counted straight from the directories and state.db, every note
+    settled (the caller waited past inbox_settle_ms) and no batch open."""
+    from minionsd.memory.inbox import is_candidate_name
+
+    inbox, quarantine = home / "notes" / "inbox", home / "notes" / "quarantine"
+    conn = sqlite3.connect(f"file:{home / 'engine' / 'state.db'}?mode=ro", uri=True)
+    try:
+        holds = {row[0] for row in conn.execute("SELECT name FROM inbox_holds")}
+    finally:
+        conn.close()
+    notes = [p for p in inbox.iterdir()
+             if is_candidate_name(p.name) and p.is_file() and not p.is_symlink()]
+    held = [p for p in notes if p.name in holds
+            or "\nhold: true\n" in p.read_bytes().decode("utf-8", "replace")]
+    return {"pending": len(notes), "eligible": len(notes) - len(held), "held": len(held),
+            "quarantined": sum(1 for p in quarantine.iterdir()
+                               if not p.name.endswith(".reason.txt")
+                               and not p.name.startswith("."))}
+
+
+def test_inbox_figures_follow_files_other_processes_drop_edit_and_remove(make_daemon,
+                                                                          short_home):
+    """The inbox figures status keeps in memory follow every change another process makes
+    while the daemon runs: notes written, rewritten in place, touched, renamed, removed,
+    moved to quarantine, files the inbox ignores, a bad file it quarantines, holds."""
+    import os
+    import time
+
+    short_home.mkdir(parents=True, exist_ok=True)
+    (short_home / "config.toml").write_text(
+        "[engine]\ninbox_settle_ms = 50\nrescan_interval_s = 3600\n"
+        "auto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    inbox, quarantine = short_home / "notes" / "inbox", short_home / "notes" / "quarantine"
+
+    def note(name: str, text: str = "", hold: bool = False) -> Path:
+        path = inbox / name
+        front = "---\nauthor: dallas\nhold: true\n---\n" if hold else ""
+        path.write_text(f"{front}# {name}\n\n{text or 'A note about the cache.'}\n")
+        return path
+
+    def check(settled: bool = True) -> dict[str, int]:
+        if settled:
+            time.sleep(0.15)  # past inbox_settle_ms: every note is settled
+        got = daemon.call("status")["inbox"]
+        want = fresh_inbox(short_home)
+        if settled:
+            assert got == want
+        else:  # a note still settling is pending but not yet eligible
+            assert got["pending"] == want["pending"]
+        assert daemon.call("status")["inbox"] == got  # asked again, nothing moved
+        return got
+
+    assert check()["pending"] == 0
+    note("a.md")
+    check(settled=False)
+    assert check()["eligible"] == 1
+    for n in range(20):
+        note(f"many-{n}.md")
+    assert check()["pending"] == 21
+    with open(inbox / "a.md", "r+", encoding="utf-8") as handle:  # the same file, in place
+        handle.write("---\nhold: true\n---\n# a\n")
+        handle.truncate()
+    assert check()["held"] == 1
+    os.utime(inbox / "many-0.md")  # touched: settling again, then eligible again
+    check(settled=False)
+    check()
+    for n in range(1, 6):
+        (inbox / f"many-{n}.md").unlink()
+    assert check()["pending"] == 16
+    os.rename(inbox / "many-6.md", inbox / "renamed.md")
+    check()
+    (inbox / "bad.md").write_bytes(b"# bad\n\n\xff\xfe not UTF-8\n")
+    check(settled=False)
+    assert check()["quarantined"] == 1  # quarantined by status's own look, as a scan does
+    os.rename(inbox / "many-7.md", quarantine / "by-hand.md")
+    assert check()["quarantined"] == 2
+    (quarantine / "by-hand.md").unlink()
+    assert check()["quarantined"] == 1
+    (inbox / ".hidden.md").write_text("# hidden\n")
+    (inbox / "draft.md.swp").write_text("# swap\n")
+    (inbox / "folder.md").mkdir()
+    note("later.md", hold=True)
+    assert check()["held"] == 2
+    daemon.call("inbox.hold", name="renamed.md", held=True)
+    assert check()["held"] == 3
+    daemon.call("inbox.hold", name="renamed.md", held=False)
+    assert check()["held"] == 2
+    daemon.call("inbox.submit", author="dallas", title="submitted", body="By the socket.")
+    check(settled=False)
+    assert check()["pending"] == 17

@@ -35,3 +35,50 @@ def test_every_outcome_leaves_only_placed_notes(make_daemon, short_home):
         assert path.read_text().endswith("\n") and "---\n" in path.read_text()
     assert "Flush the cache after migrations" in (inbox / first["name"]).read_text()
     assert "A different body" in (inbox / other["name"]).read_text()
+
+
+def test_submissions_sent_together_each_get_their_own_outcome(make_daemon, short_home):
+    """Concurrent submissions share transactions on the writer: each still gets its own
+    answer (new, numbered, duplicate, refused), and every placed note is whole."""
+    import threading
+
+    from minionsd.client import Client
+
+    short_home.mkdir(parents=True, exist_ok=True)
+    (short_home / "config.toml").write_text("[engine]\nauto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    inbox = daemon.home / "notes" / "inbox"
+    calls = [{"body": f"Note {n} on the cache", "author": "dallas", "title": f"n{n}"}
+             for n in range(16)]
+    calls += [{"body": "Same words", "author": "dallas", "title": "same"}] * 3
+    calls += [{"body": "Other words", "author": "dallas", "title": "same"}]
+    calls += [{"body": f"learned {n}", "author": "dallas", "kind": "finding", "task": "W-1",
+               "outcome": "success", "title": f"finding {n}"} for n in range(3)]
+    replies: list = [None] * len(calls)
+    start = threading.Barrier(len(calls))
+
+    def one(n: int) -> None:
+        with Client(str(daemon.socket), timeout=60) as client:
+            start.wait()
+            try:
+                replies[n] = client.call("inbox.submit", calls[n])
+            except RpcError as exc:
+                replies[n] = exc
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(r["duplicate"] is False for r in replies[:16])
+    same = replies[16:19]
+    assert sum(not r["duplicate"] for r in same) == 1 and len({r["name"] for r in same}) == 1
+    assert replies[19]["duplicate"] is False and replies[19]["name"] != same[0]["name"]
+    findings = replies[20:]
+    assert sum(isinstance(r, RpcError) for r in findings) == 2
+    placed = {r["name"] for r in replies if isinstance(r, dict)}
+    assert sorted(p.name for p in inbox.iterdir()) == sorted(placed)
+    for call, reply in zip(calls, replies, strict=True):
+        if isinstance(reply, dict):
+            assert call["body"] in (inbox / reply["name"]).read_text()
+    assert daemon.call("status")["inbox"]["pending"] == len(placed)

@@ -5,6 +5,7 @@ read time; past the expiry times memory holds they say so instead of guessing.""
 from __future__ import annotations
 
 import bisect
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState
-from minionsd.storage import job_runs, journal, records
+from minionsd.storage import job_runs, journal, records, submissions
 from minionsd.storage.database import Database, connect, migrate
 from minionsd.storage.live_counts import LiveCounts
 from tests.unit.test_record_counts import new_record, step
@@ -136,3 +137,122 @@ def test_expiry_times_compare_as_sql_compares_them() -> None:
             assert bisect.bisect_right(kept, now) == sql
     finally:
         memory.close()
+
+
+def traced_refresh(conn: sqlite3.Connection, live: LiveCounts) -> list[str]:
+    """The statements live.refresh(conn) runs."""
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        live.refresh(conn)
+    finally:
+        conn.set_trace_callback(None)
+    return statements
+
+
+def telemetry_row() -> dict:
+    return {"at": iso(T0), "task_id": "t", "project": None, "agent": None, "terms": ["x"],
+            "candidates": 0, "selected_ids": [], "bytes": 0, "duration_ms": 1.0,
+            "shadow": False, "fallback_reason": None, "error": None}
+
+
+def test_a_telemetry_only_commit_reads_no_figure_again(conn: sqlite3.Connection) -> None:
+    """Retrieval's telemetry commits change no figure status shows: after one, the writer
+    runs one statement (the flags), not the four figure reads."""
+    from minionsd.storage import telemetry
+
+    live = LiveCounts()
+    live.refresh(conn)
+    first = live.figures
+    conn.execute("BEGIN IMMEDIATE")
+    telemetry.insert(conn, telemetry_row())
+    conn.execute("COMMIT")
+    ran = traced_refresh(conn, live)
+    assert live.figures is first
+    assert len(ran) == 1 and "live_touched" in ran[0], ran
+    assert live.inbox_version == 0
+
+
+def test_each_kind_of_change_reads_only_its_own_figures(conn: sqlite3.Connection) -> None:
+    live = LiveCounts()
+    live.refresh(conn)
+
+    def commit(write) -> list[str]:
+        conn.execute("BEGIN IMMEDIATE")
+        write()
+        conn.execute("COMMIT")
+        return traced_refresh(conn, live)
+
+    ran = commit(lambda: job_runs.record_run(conn, "expiry", iso(T0), True, "ok"))
+    assert any("job_runs" in s for s in ran) and not any("record_counts" in s for s in ran)
+    assert live.job_runs() == job_runs.last_runs(conn)
+    ran = commit(lambda: journal.bump(conn, "batches"))
+    assert any("counters" in s for s in ran) and not any("job_runs" in s for s in ran)
+    assert live.counters() == journal.counters(conn)
+    ran = commit(lambda: new_record(conn, T0, 5))
+    assert any("record_counts" in s for s in ran) and not any("job_runs" in s for s in ran)
+    assert live.records(iso(T0)) == records.status_counts_by_scan(conn, T0)
+    before = live.inbox_version
+    ran = commit(lambda: submissions.set_hold(conn, "a.md", True, T0))
+    assert live.inbox_version == before + 1
+    assert live.inbox == (before + 1, {"a.md"}, set())
+    assert not any("record_counts" in s or "job_runs" in s for s in ran)
+    conn.execute("BEGIN IMMEDIATE")  # a rolled-back change flags nothing
+    submissions.set_hold(conn, "b.md", True, T0)
+    conn.execute("ROLLBACK")
+    assert len(traced_refresh(conn, live)) <= 1 and live.inbox_version == before + 1
+
+
+WRITES = st.lists(st.sampled_from(
+    ["record", "expiring", "retract", "set_expiry", "job", "counter", "hold", "unhold",
+     "batch", "telemetry", "rollback"]), max_size=30)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writes=WRITES)
+def test_flagged_refresh_equals_a_full_read(conn: sqlite3.Connection, writes: list) -> None:
+    """Whatever mix of writes, the figures kept equal a full read of every figure, and the
+    inbox version moves exactly when holds or batches changed."""
+    from minionsd.storage import telemetry
+    from minionsd.storage.live_counts import read_figures
+
+    for table in ("memory_records", "job_runs", "inbox_holds", "batch_notes", "batches"):
+        conn.execute(f"DELETE FROM {table}")
+    live = LiveCounts(head=HEAD)
+    live.refresh(conn)
+    ids: list[str] = []
+    for number, write in enumerate(writes):
+        before = live.inbox_version
+        holds = submissions.held_names(conn)
+        batches = conn.execute("SELECT count(*) FROM batches").fetchone()[0]
+        conn.execute("BEGIN IMMEDIATE")
+        if write == "record":
+            ids.append(new_record(conn, T0, None))
+        elif write == "expiring":
+            ids.append(new_record(conn, T0, number % 5 - 2))
+        elif write == "retract" and ids:
+            with contextlib.suppress(InvalidState, InvalidParams):
+                records.retract(conn, ids[number % len(ids)], "gone", T0)
+        elif write == "set_expiry" and ids:
+            conn.execute("UPDATE memory_records SET expires_at = ? WHERE id = ?",
+                         (iso(T0 + timedelta(hours=number - 10)), ids[number % len(ids)]))
+        elif write == "job":
+            job_runs.record_run(conn, f"job{number % 3}", iso(T0), number % 2 == 0, "x")
+        elif write == "counter":
+            journal.bump(conn, "batches")
+        elif write in ("hold", "unhold"):
+            submissions.set_hold(conn, f"n{number % 3}.md", write == "hold", T0)
+        elif write == "batch":
+            journal.create(conn, f"b{number}", "2026-06-01", T0, [])
+        elif write == "telemetry":
+            telemetry.insert(conn, telemetry_row())
+        conn.execute("ROLLBACK" if write == "rollback" else "COMMIT")
+        live.refresh(conn)
+        full = read_figures(conn, live.figures.version, HEAD)
+        assert live.figures == full
+        changed = submissions.held_names(conn) != holds or \
+            conn.execute("SELECT count(*) FROM batches").fetchone()[0] != batches
+        assert (live.inbox_version != before) == changed
+        assert live.inbox == (live.inbox_version, submissions.held_names(conn),
+                              journal.names_in_open_batches(conn))
