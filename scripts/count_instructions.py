@@ -16,7 +16,13 @@ the socket. `cycled` asks 20 bench tasks in turn (two rounds first, so their cac
 and counts `--calls` more rounds; `fresh` counts `--calls` tasks never asked before (after
 the same warm-up). The child runs twice under `valgrind --tool=callgrind`, without and with
 the counted calls, with PYTHONHASHSEED=0; the difference divided by the calls is the figure.
+With `--part` (cycled only) the counted calls run one step of the 20 tasks' retrievals on
+inputs the warm-up prepared: `terms` (task_terms), `naming` (naming_terms), `cues`, `files`
+(task_files), `fetch` (fetch_candidates), `rankpack` (rank_lazily and pack), `fence`; the
+parts add up to the whole. A tree without a step (naming, cues before 2026-12) counts 0.
 Needs valgrind on PATH (Debian: apt install valgrind); asserts nothing.
+
+    .venv/bin/python scripts/count_instructions.py --db /tmp/ic10k.sqlite --part terms
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_data
@@ -96,6 +103,69 @@ def workload(db: Path, mode: str, calls: int) -> None:
             one(*spec)
 
 
+PARTS = ("terms", "naming", "cues", "files", "fetch", "rankpack", "fence")
+
+
+def part_workload(db: Path, part: str, rounds: int) -> None:
+    """Run in the child: warm up, prepare each step's inputs, then `rounds` rounds of one
+    step over the 20 cycled tasks."""
+    from minionsd.clock import iso
+    from minionsd.memory.recall import _pack
+    from minionsd.memory.retrieval import candidates, pack, rank
+    from minionsd.memory.retrieval import query as q
+    from minionsd.memory.retrieval.index import RecallIndex
+    from minionsd.text.fence import fence
+
+    settings = {f"{section}.{name}": value for section, keys in defaults().items()
+                if section != "agents" for name, value in keys.items()}
+    app = SimpleNamespace(config=settings, recall_index=RecallIndex())
+    conn = connect(db, readonly=True)
+    specs = bench_data.tasks(bench_data.Vocabulary(SEED), SEED, 20)
+    fence_max = settings["engine.untrusted_fence_max_bytes"]
+    for _round in range(2):
+        for task, project, agent in specs:
+            fence(_pack(app, conn, task, q.task_terms(task), project, agent, NOW)["pack"], "x",
+                  fence_max)
+    new = hasattr(q, "naming_terms")  # trees before the rare-term and cue work lack both
+    terms = [q.task_terms(task) for task, _p, _a in specs]
+    naming = [{"naming": q.naming_terms(task)} if new else {} for task, _p, _a in specs]
+    cues = [{"cues": q.cues(task)} if new else {} for task, _p, _a in specs]
+    files = [q.task_files(task) for task, _p, _a in specs]
+    memos = app.recall_index.memos
+
+    def fetch(i: int) -> list[dict[str, Any]]:
+        return candidates.fetch_candidates(
+            app.recall_index, conn, terms[i], project=specs[i][1], agent=specs[i][2],
+            now_iso=iso(NOW), limit=settings["engine.memory_retrieval_candidate_limit"],
+            **naming[i])
+
+    found = [fetch(i) for i in range(len(specs))]
+
+    def rankpack(i: int) -> str:
+        ranked = rank.rank_lazily(found[i], task_files=files[i], project=specs[i][1],
+                                  agent=specs[i][2], now=NOW, memos=memos, **cues[i])
+        rare = {"rare_left": sum(bool(c["rare_terms"]) for c in found[i])} if new else {}
+        return pack.pack(ranked, distinct=True, top_k=settings["engine.memory_retrieval_top_k"],
+                         max_bytes=settings["engine.memory_retrieval_max_bytes"],
+                         min_score_ratio=settings["engine.memory_retrieval_min_score_ratio"],
+                         smallest=min(map(pack.min_size, found[i]), default=0), memos=memos,
+                         **rare)[0]
+
+    texts = [rankpack(i) for i in range(len(specs))]
+    steps: dict[str, Any] = {
+        "terms": lambda: [q.task_terms(task) for task, _p, _a in specs],
+        "naming": lambda: [q.naming_terms(task) for task, _p, _a in specs] if new else None,
+        "cues": lambda: [q.cues(task) for task, _p, _a in specs] if new else None,
+        "files": lambda: [q.task_files(task) for task, _p, _a in specs],
+        "fetch": lambda: [fetch(i) for i in range(len(specs))],
+        "rankpack": lambda: [rankpack(i) for i in range(len(specs))],
+        "fence": lambda: [fence(text, "x", fence_max) for text in texts],
+    }
+    step = steps[part]
+    for _round in range(rounds):
+        step()
+
+
 def instructions(db: Path, mode: str, calls: int) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0", **{_CHILD: f"{mode}:{calls}"})
     done = subprocess.run(
@@ -115,21 +185,28 @@ def main() -> None:
     parser.add_argument("--mode", choices=("cycled", "fresh"), default="cycled")
     parser.add_argument("--calls", type=int, default=1,
                         help="counted rounds of 20 tasks (cycled) or new tasks (fresh)")
+    parser.add_argument("--part", choices=PARTS,
+                        help="count one step of the cycled retrievals (see above)")
     args = parser.parse_args()
     if os.environ.get(_CHILD):
         mode, calls = os.environ[_CHILD].split(":")
-        workload(args.db, mode, int(calls))
+        if mode.startswith("part="):
+            part_workload(args.db, mode.removeprefix("part="), int(calls))
+        else:
+            workload(args.db, mode, int(calls))
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not on PATH (Debian: apt install valgrind)")
     if not args.db.exists():
         build(args.db, args.records)
-    counted = args.calls * (20 if args.mode == "cycled" else 1)
-    base = instructions(args.db, args.mode, 0)
-    total = instructions(args.db, args.mode, args.calls)
+    mode = f"part={args.part}" if args.part else args.mode
+    counted = args.calls * (20 if args.part or args.mode == "cycled" else 1)
+    base = instructions(args.db, mode, 0)
+    total = instructions(args.db, mode, args.calls)
     import minionsd
 
-    print(f"{args.mode}: {(total - base) / counted / 1e6:.2f}M instructions per retrieval "
+    what = f"cycled, {args.part} only" if args.part else args.mode
+    print(f"{what}: {(total - base) / counted / 1e6:.3f}M instructions per retrieval "
           f"({counted} calls; code from {Path(minionsd.__file__).parent})")
 
 

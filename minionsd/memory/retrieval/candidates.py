@@ -88,9 +88,11 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         if stem is not None:
             stem_terms[stem].append(term)
     stem_idf = {stem: sum(idf[t] for t in group) for stem, group in stem_terms.items()}
+    # stem -> the naming terms among its terms that are rare, for the stems that have any.
     most = rare_limit(stats.rows)
+    rare_naming = {t for t in plan.scored if t in naming and dfs[t] <= most}
     rare = {stem: named for stem, group in stem_terms.items()
-            if (named := tuple(t for t in group if t in naming and dfs[t] <= most))}
+            if (named := tuple(t for t in group if t in rare_naming))} if rare_naming else {}
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.

@@ -22,6 +22,8 @@ from datetime import date, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from minionsd.memory.retrieval.taskwords import lower_words
+
 DAY_WINDOW_DAYS = 7
 MAX_DATES = 8  # dates read from one task (a pasted log could hold hundreds)
 
@@ -89,7 +91,10 @@ def task_cues(task: Mapping[str, Any], texts: list[str]) -> Cues:
     days: list[tuple[str, str]] = []
     months: set[str] = set()
     any_year: set[str] = set()
-    words = frozenset(w for text in texts for w in _WORD_RE.findall(text.lower()))
+    found: set[str] = set()
+    for text in texts:
+        found.update(lower_words(text))
+    words = frozenset(found)
     if not words.isdisjoint(_MONTHS) or any(_ISO_DAY_RE.search(text) for text in texts):
         for text in texts:
             _read_dates(text, days, months, any_year)

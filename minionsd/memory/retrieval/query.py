@@ -22,13 +22,8 @@ from typing import Any
 
 from minionsd.memory.retrieval import synonyms
 from minionsd.memory.retrieval.cues import Cues, task_cues
-from minionsd.text.ftsquery import (
-    STOP_WORDS,
-    code_terms,
-    is_useful_term,
-    normalise_phrases,
-    unique_terms,
-)
+from minionsd.memory.retrieval.taskwords import code_term_list, compounds, with_phrases
+from minionsd.text.ftsquery import STOP_WORDS, is_useful_term
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
 
@@ -100,10 +95,14 @@ def task_files(task: Mapping[str, Any]) -> list[str]:
     return list(unique)[:MAX_FILES]
 
 
-def _path_terms(path: str) -> Iterator[str]:
-    # The extension (py, ts, md) says little about the topic and would use a term slot.
-    stem, _ext = posixpath.splitext(normalise_path(path))
-    yield from code_terms(stem or path)
+def _field_terms(text: str, is_path: bool) -> list[str]:
+    """The terms of one (redacted) field in order, as ftsquery.code_terms gives them: of a
+    text with its phrasal verbs in one word, of a path without its extension (py, ts, md: it
+    says little about the topic and would use a term slot)."""
+    if is_path:
+        stem, _ext = posixpath.splitext(normalise_path(text))
+        return code_term_list(stem or text)
+    return code_term_list(with_phrases(text))
 
 
 def _field_texts(task: Mapping[str, Any]) -> Iterator[tuple[str, bool]]:
@@ -145,33 +144,36 @@ def without_secrets(text: str) -> str:
 TASK_REDACT_BUDGET = 262_144
 
 
-def _all_terms(task: Mapping[str, Any]) -> Iterator[str]:
+def _own_terms(task: Mapping[str, Any], max_terms: int) -> list[str]:
+    """The task's own terms: every field's terms in field order (its head, redacted, within
+    TASK_REDACT_BUDGET), a plural after its singular or the reverse dropped (FTS5 stems both
+    to one term, so the second spelling would only take a slot and count the same word twice
+    in bm25), then stop words and one-character or overlong terms dropped, each term once, at
+    most `max_terms`. Fields after the last one needed are not read."""
+    kept: dict[str, None] = {}
+    first_of: dict[str, str] = {}  # plural key -> the first spelling seen
     budget = TASK_REDACT_BUDGET
     for text, is_path in _field_texts(task):
         if not text:
             continue
         if budget <= 0:
-            return
+            break
         budget -= min(len(text), 8 * FIELD_HEAD_CHARS)
-        text = without_secrets(text)
-        if is_path:
-            yield from _path_terms(text)
-        else:
-            yield from code_terms(normalise_phrases(text))
+        for term in _field_terms(without_secrets(text), is_path):
+            if term in kept:  # it passed every test below when it was kept
+                continue
+            key = term[:-1] if len(term) > 3 and term[-1] == "s" and term[-2] != "s" else term
+            if first_of.setdefault(key, term) != term or not is_useful_term(term,
+                                                                            TASK_STOP_WORDS):
+                continue
+            kept[term] = None
+            if len(kept) >= max_terms:
+                return list(kept)[: max(0, max_terms)]
+    return list(kept)
 
 
 def _plural_key(term: str) -> str:
     return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
-
-
-def _one_per_plural(terms: Iterator[str]) -> Iterator[str]:
-    """Drop "timeouts" after "timeout" (and the reverse): FTS5 stems both to one term, so the
-    second spelling would only take a slot and count the same word twice in bm25."""
-    seen: dict[str, str] = {}
-    for term in terms:
-        first = seen.setdefault(_plural_key(term), term)
-        if first == term:
-            yield term
 
 
 def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]:
@@ -180,12 +182,7 @@ def task_terms(task: Mapping[str, Any], max_terms: int = MAX_TERMS) -> list[str]
     take up to MAX_SYNONYM_TERMS of the last slots."""
     if not isinstance(task, Mapping):
         return []
-    own = unique_terms(
-        _one_per_plural(_all_terms(task)),
-        max_terms,
-        TASK_STOP_WORDS,
-        keep_stop_words_if_empty=False,
-    )
+    own = _own_terms(task, max_terms)
     if not own:
         return own
     extra = synonym_terms(task, own)
@@ -207,16 +204,16 @@ def synonym_terms(task: Mapping[str, Any], own: list[str]) -> list[str]:
 
 # What names one thing rather than a topic: a snake- or kebab-case compound glued
 # (ERR_CONN_RESET -> errconnreset), a token with a digit (429, e1234, v2) or a camelCase hump
-# (TokenRefresher), as task_terms spells them. Words and compounds are found in one pass and
-# sorted out by string methods (a pattern for the kinds themselves backtracks at every word).
-_WORDS_RE = re.compile(r"[^\W_]+(?:[-_]+[^\W_]+)*")
+# (TokenRefresher), as task_terms spells them. Words and compounds are found in one pass
+# (taskwords.compounds) and sorted out by string methods (a pattern for the kinds themselves
+# backtracks at every word).
 _TOKEN_RE = re.compile(r"[^\W_]+")
 _SEPARATORS = MappingProxyType(str.maketrans("", "", "-_"))
 
 
 def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
     """The terms of a task that name one thing: identifiers, error codes, numbers and the
-    task's file names glued (see _WORDS_RE), lower-cased like task_terms, from the head of
+    task's file names glued (see above), lower-cased like task_terms, from the head of
     each field as the terms are. Whether one of them is rare in the memory is for the
     candidate search to say (only terms can be: a secret is never one)."""
     if not isinstance(task, Mapping):
@@ -233,10 +230,9 @@ def naming_terms(task: Mapping[str, Any]) -> frozenset[str]:
                 name = text.replace("\\", "/").rstrip("/").rpartition("/")[2]
                 found.add("".join(_TOKEN_RE.findall(posixpath.splitext(name)[0])).lower())
             continue
-        for word in _WORDS_RE.findall(text):
-            glued = word.translate(_SEPARATORS)
-            if len(glued) < len(word):  # a compound, and its parts that name something
-                found.add(glued.lower())
+        for word in compounds(text):  # each distinct one once: the answer is a set
+            if not word.isalnum():  # a compound, and its parts that name something
+                found.add(word.translate(_SEPARATORS).lower())
                 found.update(part.lower() for part in _TOKEN_RE.findall(word) if _names(part))
             elif _names(word):
                 found.add(word.lower())

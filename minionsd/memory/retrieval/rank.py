@@ -63,6 +63,7 @@ W_AUTHOR = 0.20  # chosen on LoCoMo conversations 0-4, reported on 5-9 (docs/ret
 _BODY_SCAN_CHARS = 65536
 _VALUE = operator.itemgetter(1)  # of a (name, value) part
 _NO_CUES = Cues()
+_GLOBAL_BOOST = SCOPE_BOOST["global"]
 # The path-like word around a place where a task file's name occurs in a body.
 _PATH_AROUND_RE = re.compile(r"([\w./\-]*\w)")
 
@@ -174,17 +175,6 @@ def parse_moment(created_at: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _age_days(created_at: Any, now: datetime,
-              moment_of: Callable[[str], datetime | None]) -> float | None:
-    if not isinstance(created_at, str):
-        return None
-    moment = moment_of(created_at)
-    if moment is None:
-        return None
-    reference = now if now.tzinfo else now.replace(tzinfo=UTC)
-    return max(0.0, (reference - moment).total_seconds() / 86400.0)
-
-
 def _scope_boosts(project: str | None, agent: str | None) -> dict[str, float]:
     """Scope string -> boost for this task; any other scope counts as global."""
     boosts = {}
@@ -245,11 +235,9 @@ def rank_lazily(
     most_path = W_PATH_EXACT if files.files else 0.0
     pending: list[tuple[Any, ...]] = []
     moment_of = memos.moment if memos is not None else parse_moment
-    cues = cues or _NO_CUES
-    authors: dict[str, float] = {}  # author -> boost, worked out once per author
+    parts_of = _Parts(best, most, scope_boosts, now, moment_of, cues or _NO_CUES)
     for index, record in enumerate(candidates):
-        parts = _parts_without_path(record, lexical[index], best, most, scope_boosts, now,
-                                    moment_of, cues, authors)
+        parts = parts_of(record, lexical[index])
         record_id = str(record.get("id", ""))
         # The bound is nudged up so that float rounding cannot put a score above it.
         bound = sum(map(_VALUE, parts)) + most_path + 1e-9
@@ -267,36 +255,63 @@ def rank_lazily(
         heapq.heappush(pending, (-scored.score, record_id, index, scored, True))
 
 
-def _parts_without_path(record: Mapping[str, Any], bm25: float, best: float, most: int,
-                        scope_boosts: dict[str, float], now: datetime,
-                        moment_of: Callable[[str], datetime | None], cues: Cues,
-                        authors: dict[str, float]) -> tuple[tuple[str, float], ...]:
-    """Every part of the score but the path boost, in the order of the sum."""
-    lexical = bm25 / best if best < 0 else 1.0
-    count = record.get("matched_terms")
-    coverage = (
-        W_COVERAGE * count / most
-        if most > 0 and isinstance(count, int) and not isinstance(count, bool)
-        else 0.0
-    )
-    age = _age_days(record.get("created_at"), now, moment_of)
-    scope = record.get("scope")
-    author = record.get("author")
-    if not isinstance(author, str):
-        author = ""
-    if author not in authors:
-        authors[author] = W_AUTHOR if cues.named(author) else 0.0
-    return (
-        ("lexical", max(0.0, min(1.0, lexical))),
-        ("coverage", max(0.0, coverage)),
-        ("scope", scope_boosts.get(scope, SCOPE_BOOST["global"])
-         if isinstance(scope, str) else SCOPE_BOOST["global"]),
-        ("trust", TRUST_BOOST.get(str(record.get("trust")), 0.0)),
-        ("recency", 0.0 if age is None else W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)),
-        ("importance", W_IMPORTANCE * _unit(record.get("importance"))),
-        ("confidence", W_CONFIDENCE * _unit(record.get("confidence"))),
-        ("pinned", W_PINNED if record.get("pinned") is True or record.get("pinned") == 1
-         else 0.0),
-        ("date", W_DATE if cues.has_dates and cues.dated(record.get("created_at")) else 0.0),
-        ("author", authors[author]),
-    )
+class _Parts:
+    """Every part of a record's score but the path boost, in the order of the sum, with what
+    is the same for every candidate of one ranking worked out once."""
+
+    def __init__(self, best: float, most: int, scope_boosts: dict[str, float], now: datetime,
+                 moment_of: Callable[[str], datetime | None], cues: Cues) -> None:
+        self.best = best
+        self.most = most
+        self.scope_boosts = scope_boosts
+        self.reference = now if now.tzinfo else now.replace(tzinfo=UTC)
+        self.moment_of = moment_of
+        self.cues = cues
+        self.has_dates = cues.has_dates
+        self.authors: dict[str, float] = {}  # author -> boost, worked out once per author
+
+    def __call__(self, record: Mapping[str, Any], bm25: float) -> tuple[tuple[str, float], ...]:
+        best = self.best
+        most = self.most
+        get = record.get
+        lexical = bm25 / best if best < 0 else 1.0
+        count = get("matched_terms")
+        coverage = (
+            W_COVERAGE * count / most
+            if most > 0 and isinstance(count, int) and not isinstance(count, bool)
+            else 0.0
+        )
+        created_at = get("created_at")
+        recency = 0.0
+        if isinstance(created_at, str):
+            moment = self.moment_of(created_at)
+            if moment is not None:
+                age = max(0.0, (self.reference - moment).total_seconds() / 86400.0)
+                recency = W_RECENCY * 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)
+        scope = get("scope")
+        author = get("author")
+        if not isinstance(author, str):
+            author = ""
+        authors = self.authors
+        if author not in authors:
+            authors[author] = W_AUTHOR if self.cues.named(author) else 0.0
+        importance = get("importance")
+        if not (type(importance) is float and 0.0 < importance <= 1.0):
+            importance = _unit(importance)
+        confidence = get("confidence")
+        if not (type(confidence) is float and 0.0 < confidence <= 1.0):
+            confidence = _unit(confidence)
+        pinned = get("pinned")
+        return (
+            ("lexical", max(0.0, min(1.0, lexical))),
+            ("coverage", max(0.0, coverage)),
+            ("scope", self.scope_boosts.get(scope, _GLOBAL_BOOST)
+             if isinstance(scope, str) else _GLOBAL_BOOST),
+            ("trust", TRUST_BOOST.get(str(get("trust")), 0.0)),
+            ("recency", recency),
+            ("importance", W_IMPORTANCE * importance),
+            ("confidence", W_CONFIDENCE * confidence),
+            ("pinned", W_PINNED if pinned is True or pinned == 1 else 0.0),
+            ("date", W_DATE if self.has_dates and self.cues.dated(created_at) else 0.0),
+            ("author", authors[author]),
+        )

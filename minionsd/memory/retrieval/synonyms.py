@@ -19,9 +19,10 @@ the order of the groups, none of them among the words of the text it was given.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+
+from minionsd.memory.retrieval.taskwords import lower_words
 
 GROUPS_TEXT = """
 429 throttle       | 429, rate limit, rate limited, rate limiting, too many requests, throttle,
@@ -64,7 +65,6 @@ query prefetch     | n 1, once per row, once for every row, query per row, queri
 tls certificate    | ssl, cert, certs, x509
 """
 
-_WORD_RE = re.compile(r"[^\W_]+")
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
@@ -82,7 +82,7 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The lower-cased words of `text` (runs of letters and digits)."""
-    return _WORD_RE.findall(text.lower())
+    return lower_words(text)
 
 
 def parse(text: str) -> list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]]:
