@@ -1,15 +1,17 @@
 """The test harness's daemon start-up: a real `python -m minionsd.daemon` on a temp home, and
 `wait_for`, the deadline poll. No pytest here, so scripts (scripts/bench.py, scripts/eval.py)
-start their daemons the same way the tests do; tests/conftest.py re-exports both."""
+start their daemons the same way the tests do; tests/conftest.py re-exports both. Also
+`home_app`, an App on a fresh home for tests that drive the daemon's parts in-process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +120,23 @@ class DaemonProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+@contextlib.contextmanager
+def home_app(root: Path, config_toml: str) -> Iterator[Any]:
+    """An App on a fresh home at `root` with `config_toml` as its config.toml and a real
+    state.db, for tests that drive the daemon's parts in-process; the database is closed
+    after."""
+    from minionsd.config import load as load_config
+    from minionsd.home import Home
+    from minionsd.memory.app import App
+    from minionsd.storage.database import Database
+
+    home = Home(root)
+    home.ensure()
+    (root / "config.toml").write_text(config_toml)
+    db = Database(home.db)
+    try:
+        yield App(home=home, config=load_config(home.config, {}), db=db)
+    finally:
+        db.close()

@@ -12,26 +12,21 @@ import sys
 
 import pytest
 
-from minionsd.config import load as load_config
 from minionsd.home import Home
 from minionsd.memory.app import App
 from minionsd.memory.inbox import Inbox
 from minionsd.memory.quarantine import QuarantineCount
 from minionsd.service.inbox_view import LOOP_NAMES, InboxView
 from minionsd.storage import journal, submissions
-from minionsd.storage.database import Database
+from tests.harness import home_app
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
 
 
 @pytest.fixture
 def app(short_home):
-    home = Home(short_home)
-    home.ensure()
-    (short_home / "config.toml").write_text("[engine]\ninbox_settle_ms = 0\n")
-    db = Database(home.db)
-    yield App(home=home, config=load_config(home.config, {}), db=db)
-    db.close()
+    with home_app(short_home, "[engine]\ninbox_settle_ms = 0\n") as made:
+        yield made
 
 
 class CountingInbox(Inbox):
@@ -201,12 +196,8 @@ def test_after_any_mix_of_changes_the_view_equals_a_full_look(app, seed):
 
 @pytest.fixture
 def slow_app(short_home):
-    home = Home(short_home)
-    home.ensure()
-    (short_home / "config.toml").write_text("[engine]\ninbox_settle_ms = 600000\n")
-    db = Database(home.db)
-    yield App(home=home, config=load_config(home.config, {}), db=db)
-    db.close()
+    with home_app(short_home, "[engine]\ninbox_settle_ms = 600000\n") as made:
+        yield made
 
 
 def test_a_settling_note_is_the_databases_to_judge_unless_its_claim_is_known(slow_app):

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from minionsd.config import load as load_config
-from minionsd.home import Home
 from minionsd.memory import kb_sweep
 from minionsd.memory.app import App
 from minionsd.service.consolidation import ConsolidationService
 from minionsd.storage import journal
-from minionsd.storage.database import Database
+from tests.harness import home_app
 
 
 @pytest.fixture
 def app(short_home):
-    home = Home(short_home)
-    home.ensure()
-    (short_home / "config.toml").write_text("[engine]\ninbox_settle_ms = 0\n")
-    db = Database(home.db)
-    yield App(home=home, config=load_config(home.config, {}), db=db)
-    db.close()
+    with home_app(short_home, "[engine]\ninbox_settle_ms = 0\n") as made:
+        yield made
 
 
 def body_of(app: App, record_id: str) -> str:
