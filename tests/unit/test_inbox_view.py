@@ -16,6 +16,7 @@ from minionsd.home import Home
 from minionsd.memory.app import App
 from minionsd.memory.inbox import Inbox
 from minionsd.memory.quarantine import QuarantineCount
+from minionsd.service import inotify
 from minionsd.service.inbox_view import LOOP_NAMES, InboxView
 from minionsd.storage import journal, submissions
 from tests.harness import home_app
@@ -147,6 +148,18 @@ def finish(conn, batch_id, now) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_after_any_mix_of_changes_the_view_equals_a_full_look(app, seed):
+    mix_of_changes(app, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_without_inotify_the_figures_are_still_exact(app, seed, monkeypatch):
+    """Where no inotify descriptor can be had (not Linux, or the user's inotify instances all
+    taken), the view looks at the whole inbox for each answer instead: still exact."""
+    monkeypatch.setattr(inotify.Inotify, "open", classmethod(lambda cls: None))
+    mix_of_changes(app, seed)
+
+
+def mix_of_changes(app: App, seed: int) -> None:
     rng = random.Random(seed)
     view = InboxView(app, Inbox(app.home), QuarantineCount(app.home.quarantine))
     names = [f"note-{n}.md" for n in range(12)] + [".hidden.md", "draft.md.swp"]
