@@ -8,11 +8,8 @@ use characters, and mixtures of them."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +17,6 @@ from minionsd.memory.retrieval.candidates import fetch_candidates
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.scoring import parse_counts, parse_stored
 from minionsd.storage import fts, record_fields, records
-from minionsd.storage.database import connect, migrate
 from minionsd.text.fence import scrub_surrogates
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -62,14 +58,6 @@ def test_tokeniser_never_raises_and_counts_stay_parseable(title: str, body: str,
     assert parsed is not None
     assert all(" " not in stem and "\n" not in stem for stem in parsed)
     fts.stems(conn, [*body.split(), title, aux])
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    c = connect(tmp_path / "state.db")
-    migrate(c)
-    yield c
-    c.close()
 
 
 @settings(max_examples=80, deadline=None,

@@ -5,26 +5,14 @@ query with more than RANK_MAX matches goes newest first."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.storage import browse, record_fields, records
-from minionsd.storage.database import connect, migrate
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    c = connect(tmp_path / "state.db")
-    migrate(c)
-    yield c
-    c.close()
 
 
 def add(conn: sqlite3.Connection, body: str, trust: str = "agent") -> str:

@@ -7,31 +7,21 @@ from __future__ import annotations
 import bisect
 import contextlib
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState
 from minionsd.storage import job_runs, journal, records, submissions
-from minionsd.storage.database import Database, connect, migrate
+from minionsd.storage.database import Database
 from minionsd.storage.live_counts import LiveCounts
 from tests.unit.test_record_counts import new_record, step
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 HEAD = 3  # few kept expiry times, so the "not known from memory" edge is reached often
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    c = connect(tmp_path / "state.db")
-    migrate(c)
-    yield c
-    c.close()
 
 
 OPS = st.lists(st.tuples(

@@ -4,11 +4,9 @@ over the whole table, with read-time expiry (SPEC §7), whatever the lifecycle s
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,14 +16,6 @@ from minionsd.storage import record_fields, records
 from minionsd.storage.database import connect, migrate
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    c = connect(tmp_path / "state.db")
-    migrate(c)
-    yield c
-    c.close()
 
 
 def new_record(conn: sqlite3.Connection, now: datetime, expires_in_h: int | None) -> str:
