@@ -32,6 +32,14 @@ from minionsd.storage.read_txn import snapshot
 from minionsd.storage.record_fields import STATUSES, check_choice
 from minionsd.storage.record_filters import field_filters
 from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.storage.search_reads import (
+    best,
+    bm25_scores,
+    count_matches,
+    phrase_counts,
+    ranks_and_count,
+    ranks_of,
+)
 from minionsd.text import ftsquery
 
 MAX_SEARCH_LIMIT = 500
@@ -82,7 +90,7 @@ def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
     # of looking every match up in memory_records.
     inactive = _inactive(conn, binds["now"]) if statuses == ["active"] and len(where) == 1 \
         else None
-    ranked = _bounded_page(conn, phrases, binds, condition, limit, inactive)
+    ranked, total = _bounded(conn, phrases, binds, condition, limit, inactive) or (None, None)
     if ranked is None and inactive is not None:
         ranked = _rank_active(conn, binds, limit, inactive)
     # Rank first on the narrow join, then build rows and snippets for the page only: the
@@ -94,8 +102,10 @@ def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
                 WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
                   AND {condition}
                 ORDER BY memory_fts.rank, r.id LIMIT :limit""", binds)]
-    total = _count_active(conn, binds["expr"], inactive) if inactive is not None \
-        else conn.execute(
+    if total is None and inactive is not None:  # else counted with the page's ranks
+        total = _count_active(conn, binds["expr"], inactive)
+    elif total is None:
+        total = conn.execute(
             f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
     return {"records": _page_rows(conn, ranked, binds), "total": total}
@@ -135,6 +145,18 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
     """The page as (seq, rank), found from the records that hold the rarest phrases (module
     docstring), or None when it cannot be told that way within the budget. `inactive`: the
     records a search of active records leaves out (None: `condition` decides)."""
+    found = _bounded(conn, phrases, binds, condition, limit, inactive)
+    return None if found is None else found[0]
+
+
+Found = tuple[list[tuple[int, float]], int | None]
+
+
+def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
+             condition: str, limit: int, inactive: set[int] | None) -> Found | None:
+    """_bounded_page's page, and the total when it was counted on the way (a search of
+    active records: the walk that ranks the page's candidates counts every match too), else
+    None in its place."""
     if len(phrases) < 2:
         return None
     # Few matches in all: ranking them is as cheap as anything else.
@@ -172,11 +194,11 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
 
 def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
                     binds: Mapping[str, Any], condition: str, limit: int,
-                    inactive: set[int] | None, most: int) -> list[tuple[int, float]] | None:
-    """The page when the `limit`-th best score over the `rare` phrases alone, among records
-    that pass `condition` (or are not `inactive`), is above `rest` (all the other phrases
-    could add), and at most `most` records come near enough to it to be ranked in full;
-    else None."""
+                    inactive: set[int] | None, most: int) -> Found | None:
+    """The page (and the total, see _bounded) when the `limit`-th best score over the
+    `rare` phrases alone, among records that pass `condition` (or are not `inactive`), is
+    above `rest` (all the other phrases could add), and at most `most` records come near
+    enough to it to be ranked in full; else None."""
     if inactive is None:
         scored = [(row[0], -row[1]) for row in conn.execute(
             f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
@@ -198,9 +220,11 @@ def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
     if len(near) > most:
         return None
     ids = dict(fts.rows_by_seq(conn, "seq, id", near))
-    ranks = ranks_of(conn, binds["expr"], WEIGHTS, near)
+    counted = None if inactive is None else ranks_and_count(
+        conn, binds["expr"], WEIGHTS, near, sorted(inactive), _LOOKUPS)
+    ranks, total = counted or (ranks_of(conn, binds["expr"], WEIGHTS, near), None)
     ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
-    return [(seq, rank) for rank, _, seq in ranked[:limit]]
+    return [(seq, rank) for rank, _, seq in ranked[:limit]], total
 
 
 # --- the plain ways ----------------------------------------------------------------------------
@@ -244,76 +268,6 @@ _LOOKUPS = 100
 def _count_active(conn: sqlite3.Connection, expression: str, inactive: set[int]) -> int:
     """Matches among active records: every match, minus the inactive ones."""
     return count_matches(conn, expression, sorted(inactive), _LOOKUPS)
-
-
-# --- FTS5 reads ------------------------------------------------------------------------------
-
-def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
-    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
-    counted to at most `cap`, in one statement."""
-    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
-    binds: list[Any] = []
-    for phrase in phrases:
-        binds += [phrase, cap]
-    return list(fts.plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
-                                           binds).fetchone())
-
-
-def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
-             seqs: list[int]) -> list[tuple[int, float]]:
-    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
-    `expression`, exactly as a search of every match ranks them.
-
-    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
-    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
-    matches once, and bm25 runs only for the rows that pass."""
-    if not seqs:
-        return []
-    return fts.plain_cursor(conn).execute(
-        f"""SELECT rowid, rank FROM memory_fts
-            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
-              AND +rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(seqs))).fetchall()
-
-
-def bm25_scores(conn: sqlite3.Connection, expression: str,
-           weights: str) -> list[tuple[int, float]]:
-    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
-    return fts.plain_cursor(conn).execute(
-        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
-        (expression,)).fetchall()
-
-
-def best(conn: sqlite3.Connection, expression: str, weights: str,
-         count: int) -> list[tuple[int, float]]:
-    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
-    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
-    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
-    return fts.plain_cursor(conn).execute(
-        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
-            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
-
-
-def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
-                  lookups: int) -> int:
-    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
-    are looked up in the index one by one, more are told apart in the same pass that counts
-    (`+rowid`: a test on each match, not a lookup per value)."""
-    cur = fts.plain_cursor(conn)
-    if len(excluded) > lookups:
-        return cur.execute(
-            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
-                   (SELECT value FROM json_each(?)))
-               FROM memory_fts WHERE memory_fts MATCH ?""",
-            (json.dumps(excluded), expression)).fetchone()[0]
-    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                          (expression,)).fetchone()[0]
-    if not excluded:
-        return matches
-    return matches - cur.execute(
-        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
-             AND rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(excluded))).fetchone()[0]
 
 
 def _placeholders(values: Sequence[str]) -> str:
