@@ -8,12 +8,19 @@ FTS5's bm25 is a sum over the query's phrases, each phrase adding
 ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avglen))`` for a record that holds it (f: its
 column-weighted occurrences), which is always below ``idf * (k1 + 1)``; idf is
 ``log((N - n + 0.5) / (n + 0.5))`` for a phrase held by n of the N records, and 1e-6 when that is
-not positive. So a phrase held by many records adds little, and at most a known amount. The
-rare phrases are ranked first, in FTS5 (few records hold them); when the k-th best of those
-partial scores beats everything the other phrases could add, no record that holds only common
-phrases can reach the page, and neither can a record whose partial score is that far below the
-k-th; the few records left are ranked by FTS5 with the whole query, so ranks and ties are
-exactly the plain query's. Otherwise the plain query runs.
+not positive. So a phrase held by many records adds little, and at most a known amount: a
+record that holds none of the rare phrases scores at most the sum of the other phrases' bounds.
+
+* A search of active records ranks, under the whole query, only the records that hold a rare
+  phrase, in the one walk of the matches that also counts the total; when the k-th best of
+  them scores above what a record without a rare phrase can reach, the page is among them.
+* A search with other filters ranks the rare phrases first (partial scores, few records);
+  when the k-th best partial score beats everything the other phrases could add, no record
+  that holds only common phrases can reach the page, and neither can a record whose partial
+  score is that far below the k-th; the few records left are ranked with the whole query.
+
+Either way ranks and ties are exactly the plain query's (FTS5 ranks every record on the page
+with the whole query). Otherwise the plain query runs.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ from minionsd.storage.record_filters import field_filters
 from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
 from minionsd.storage.search_reads import (
     best,
-    bm25_scores,
     count_matches,
     phrase_counts,
     ranks_and_count,
@@ -195,18 +201,45 @@ def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[st
 def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
                     binds: Mapping[str, Any], condition: str, limit: int,
                     inactive: set[int] | None, most: int) -> Found | None:
-    """The page (and the total, see _bounded) when the `limit`-th best score over the
-    `rare` phrases alone, among records that pass `condition` (or are not `inactive`), is
-    above `rest` (all the other phrases could add), and at most `most` records come near
-    enough to it to be ranked in full; else None."""
-    if inactive is None:
-        scored = [(row[0], -row[1]) for row in conn.execute(
-            f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
-                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-                WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
-    else:
-        scored = [(seq, -rank) for seq, rank in bm25_scores(conn, rare, WEIGHTS)
-                  if seq not in inactive]
+    """The page (and the total, see _bounded) when the `limit`-th best record holding one of
+    the `rare` phrases scores above `rest` (all the other phrases could add); else None."""
+    if inactive is not None:
+        return _page_among_rare(conn, rare, rest, binds, limit, inactive)
+    return _page_from_partial(conn, rare, rest, binds, condition, limit, most)
+
+
+def _page_among_rare(conn: sqlite3.Connection, rare: str, rest: float,
+                     binds: Mapping[str, Any], limit: int, inactive: set[int]) -> Found | None:
+    """A search of active records: each active record holding a rare phrase ranked under the
+    whole query, in the walk that counts the total. A record holding none scores at most
+    `rest`; when the `limit`-th best of those ranked scores more, the page is among them."""
+    found = ranks_and_count(conn, binds["expr"], WEIGHTS, rare, sorted(inactive), _LOOKUPS)
+    if found is None:
+        return None
+    ranks, total = found
+    ranked = sorted((rank, seq) for seq, rank in ranks if seq not in inactive)
+    if len(ranked) < limit:
+        return None
+    edge = ranked[limit - 1][0]
+    if -edge <= rest + SLACK * (abs(edge) + rest + 1.0):
+        return None
+    # Ties at the edge are broken by id, as the plain query does.
+    best = [(rank, seq) for rank, seq in ranked if rank <= edge]
+    ids = dict(fts.rows_by_seq(conn, "seq, id", [seq for _, seq in best]))
+    page = sorted((rank, ids[seq], seq) for rank, seq in best)[:limit]
+    return [(seq, rank) for rank, _, seq in page], total
+
+
+def _page_from_partial(conn: sqlite3.Connection, rare: str, rest: float,
+                       binds: Mapping[str, Any], condition: str, limit: int,
+                       most: int) -> Found | None:
+    """A search with filters: the page when the `limit`-th best score over the `rare`
+    phrases alone, among records that pass `condition`, is above `rest`, and at most `most`
+    records come near enough to it to be ranked in full; else None."""
+    scored = [(row[0], -row[1]) for row in conn.execute(
+        f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
     if len(scored) < limit:
         return None
     scores = sorted((score for _, score in scored), reverse=True)
@@ -220,11 +253,9 @@ def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
     if len(near) > most:
         return None
     ids = dict(fts.rows_by_seq(conn, "seq, id", near))
-    counted = None if inactive is None else ranks_and_count(
-        conn, binds["expr"], WEIGHTS, near, sorted(inactive), _LOOKUPS)
-    ranks, total = counted or (ranks_of(conn, binds["expr"], WEIGHTS, near), None)
-    ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
-    return [(seq, rank) for rank, _, seq in ranked[:limit]], total
+    ranked = sorted((rank, ids[seq], seq) for seq, rank in
+                    ranks_of(conn, binds["expr"], WEIGHTS, near))
+    return [(seq, rank) for rank, _, seq in ranked[:limit]], None
 
 
 # --- the plain ways ----------------------------------------------------------------------------

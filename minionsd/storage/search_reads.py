@@ -48,14 +48,6 @@ def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
         (expression, json.dumps(seqs))).fetchall()
 
 
-def bm25_scores(conn: sqlite3.Connection, expression: str,
-           weights: str) -> list[tuple[int, float]]:
-    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
-    return fts.plain_cursor(conn).execute(
-        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
-        (expression,)).fetchall()
-
-
 def best(conn: sqlite3.Connection, expression: str, weights: str,
          count: int) -> list[tuple[int, float]]:
     """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
@@ -145,17 +137,22 @@ _RANK_PAIR = exact_rank_sql("r")
 
 
 def ranks_and_count(conn: sqlite3.Connection, expression: str, weights: str,
-                    seqs: list[int], excluded: list[int],
+                    seqs: list[int] | str, excluded: list[int],
                     lookups: int) -> tuple[list[tuple[int, float]], int] | None:
     """(ranks_of(expression, seqs), count_matches(expression, excluded)) from one walk of the
-    matches: FTS5 reads the query's phrases once for both, and bm25 runs only for `seqs`.
-    None when a rank is outside what the exact form carries (then ask ranks_of and
-    count_matches).
+    matches: FTS5 reads the query's phrases once for both, and bm25 runs only for `seqs`, or
+    for the rows that match `seqs` when it is an FTS5 expression (str). None when a rank is
+    outside what the exact form carries (then ask ranks_of and count_matches).
 
     The inner SELECT is a co-routine (its LIMIT keeps SQLite from merging it into the
-    aggregate), so each of `seqs` is ranked once although the exact form reads its rank
+    aggregate), so each chosen row is ranked once although the exact form reads its rank
     several times."""
-    binds: dict[str, Any] = {"expr": expression, "seqs": json.dumps(seqs)}
+    if isinstance(seqs, str):
+        chosen = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH :seqs"
+        binds: dict[str, Any] = {"expr": expression, "seqs": seqs}
+    else:
+        chosen = "SELECT value FROM json_each(:seqs)"
+        binds = {"expr": expression, "seqs": json.dumps(seqs)}
     minus = ""
     if len(excluded) > lookups:
         minus = " - count(*) FILTER (WHERE id IN (SELECT value FROM json_each(:excluded)))"
@@ -164,7 +161,7 @@ def ranks_and_count(conn: sqlite3.Connection, expression: str, weights: str,
         f"""SELECT count(*){minus},
                    json_group_array(json_array(id, {_RANK_PAIR})) FILTER (WHERE r IS NOT NULL)
             FROM (SELECT rowid AS id,
-                         CASE WHEN +rowid IN (SELECT value FROM json_each(:seqs)) THEN rank
+                         CASE WHEN +rowid IN ({chosen}) THEN rank
                          END AS r
                   FROM memory_fts
                   WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({weights})' LIMIT -1)""",

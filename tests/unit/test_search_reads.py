@@ -97,3 +97,21 @@ def test_one_walk_ranks_and_counts_as_the_two_reads_do(index, query, lookups):
     assert count == search_reads.count_matches(index, expression, excluded, lookups)
     if expression != '"nothinghere"':
         assert ranks and count
+
+
+@pytest.mark.parametrize(("query", "among"), [("alpha delta", '"delta"'),
+                                              ("src/cache_client.ts bravo", '"cacheclient"'),
+                                              ("alpha bravo charlie", '"charlie" OR "bravo"'),
+                                              ("alpha", '"nothinghere"')])
+def test_the_rows_to_rank_can_be_those_of_an_fts5_expression(index, query, among):
+    """Given as an FTS5 expression, the rows ranked are those matching it and the query."""
+    expression = ftsquery.search_expression(query)
+    holders = [row[0] for row in index.execute(
+        "SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (among,))]
+    found = search_reads.ranks_and_count(index, expression, WEIGHTS, among, [], 0)
+    assert found is not None
+    alone = search_reads.ranks_of(index, expression, WEIGHTS, holders)
+    assert sorted((seq, bits(rank)) for seq, rank in found[0]) == \
+        sorted((seq, bits(rank)) for seq, rank in alone)
+    assert found[1] == search_reads.count_matches(index, expression, [], 0)
+    assert bool(found[0]) == bool(holders)
