@@ -155,14 +155,15 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
     return None if found is None else found[0]
 
 
-Found = tuple[list[tuple[int, float]], int | None]
+# (the page or None, the total or None)
+Found = tuple[list[tuple[int, float]] | None, int | None]
 
 
 def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
              condition: str, limit: int, inactive: set[int] | None) -> Found | None:
     """_bounded_page's page, and the total when it was counted on the way (a search of
-    active records: the walk that ranks the page's candidates counts every match too), else
-    None in its place."""
+    active records: the walk that ranks the rare phrases' records counts every match too,
+    and its total stands even when the page is not found that way), each None if not."""
     if len(phrases) < 2:
         return None
     # Few matches in all: ranking them is as cheap as anything else.
@@ -183,26 +184,28 @@ def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[st
     # The plain query scores at least the largest phrase's records; this way must score
     # far fewer (the rare phrases' records, then those near the page) to be worth it.
     budget = max(holders) // SAVING
+    total = None
     for split in range(1, len(order)):
-        rare_holders = sum(holders[i] for i in order[:split])
-        if rare_holders > budget:
-            return None
+        if sum(holders[i] for i in order[:split]) > budget:
+            break
         rest = math.fsum(bounds[split:])
         if math.fsum(bounds[:split]) <= rest:
             continue  # even a record holding every rare phrase could be overtaken
         rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
-        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
-                               inactive, budget)
-        if page is not None:
-            return page
-    return None
+        found = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
+                                inactive, budget)
+        if found is not None and found[0] is not None:
+            return found
+        total = total if found is None else found[1]
+    return None if total is None else (None, total)
 
 
 def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
                     binds: Mapping[str, Any], condition: str, limit: int,
                     inactive: set[int] | None, most: int) -> Found | None:
     """The page (and the total, see _bounded) when the `limit`-th best record holding one of
-    the `rare` phrases scores above `rest` (all the other phrases could add); else None."""
+    the `rare` phrases scores above `rest` (all the other phrases could add); else None, or
+    no page with the total."""
     if inactive is not None:
         return _page_among_rare(conn, rare, rest, binds, limit, inactive)
     return _page_from_partial(conn, rare, rest, binds, condition, limit, most)
@@ -212,17 +215,18 @@ def _page_among_rare(conn: sqlite3.Connection, rare: str, rest: float,
                      binds: Mapping[str, Any], limit: int, inactive: set[int]) -> Found | None:
     """A search of active records: each active record holding a rare phrase ranked under the
     whole query, in the walk that counts the total. A record holding none scores at most
-    `rest`; when the `limit`-th best of those ranked scores more, the page is among them."""
+    `rest`; when the `limit`-th best of those ranked scores more, the page is among them
+    (else no page, with the total)."""
     found = ranks_and_count(conn, binds["expr"], WEIGHTS, rare, sorted(inactive), _LOOKUPS)
     if found is None:
         return None
     ranks, total = found
     ranked = sorted((rank, seq) for seq, rank in ranks if seq not in inactive)
     if len(ranked) < limit:
-        return None
+        return None, total
     edge = ranked[limit - 1][0]
     if -edge <= rest + SLACK * (abs(edge) + rest + 1.0):
-        return None
+        return None, total
     # Ties at the edge are broken by id, as the plain query does.
     best = [(rank, seq) for rank, seq in ranked if rank <= edge]
     ids = dict(fts.rows_by_seq(conn, "seq, id", [seq for _, seq in best]))
