@@ -92,30 +92,51 @@ cap = int(sys.argv[3])
 bounded = {}
 plain_bounded = search._bounded
 def spy(*args):
-    page = plain_bounded(*args)
-    bounded["used"] = page is not None
-    return page
+    found = plain_bounded(*args)
+    bounded["used"] = found is not None and found[0] is not None
+    return found
 search._bounded = spy
+spent = {}
+def timed(name):
+    plain = getattr(search, name)
+    def run(*args):
+        began = time.thread_time_ns()
+        try:
+            return plain(*args)
+        finally:
+            spent[name] = spent.get(name, 0) + time.thread_time_ns() - began
+    setattr(search, name, run)
+timed("_rank_active")
+timed("_count_active")
 out = []
 for query in json.loads(sys.stdin.read()):
     bounded.clear()
+    spent.clear()
     cpu = time.thread_time_ns()
     search.search(conn, {"query": query, "limit": 20}, datetime.now(UTC))
     cpu = time.thread_time_ns() - cpu
     phrases = search.ftsquery.search_phrases(query)
     few = not phrases or max(search.phrase_counts(conn, phrases, search.CHEAP)) < search.CHEAP
     kind = "few" if few else "bounded" if bounded.get("used") else "plain"
-    capped = 0
+    capped = bound = 0
     if kind == "plain":  # the same page ranked among the newest `cap` matches only
         expression = " OR ".join(phrases)
         capped = time.thread_time_ns()
         conn.execute(f"SELECT rowid, s FROM (SELECT rowid, bm25(memory_fts, {search.WEIGHTS}) "
                      "AS s FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC "
                      "LIMIT ?) ORDER BY s LIMIT 50", (expression, cap)).fetchall()
+        ranked = time.thread_time_ns() - capped
         conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
                      (expression,)).fetchone()
         capped = time.thread_time_ns() - capped
-    out.append((kind, cpu, capped))
+        bound = time.thread_time_ns()  # and `total` exact up to 1,000 only
+        conn.execute("SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? "
+                     "LIMIT 1000)", (expression,)).fetchone()
+        bound = time.thread_time_ns() - bound + ranked
+        # The rest of the query's work (phrase counts, page rows) stays.
+        rest = cpu - sum(spent.values())
+        capped, bound = capped + rest, bound + rest
+    out.append((kind, cpu, capped, bound))
 print(json.dumps(out))
 """
 LABELS = {"few": "every term in fewer than CHEAP records", "bounded": "bounded page (rare "
@@ -136,11 +157,19 @@ def run_classes(db: Path, queries: list[str], cap: int) -> None:
         if cpu:
             print(f"   {label:42} {len(cpu):4} ({len(cpu) / len(rows):4.0%})  p50 "
                   f"{pct(cpu, 50):6.1f}  p90 {pct(cpu, 90):6.1f}  p99 {pct(cpu, 99):6.1f}")
-    capped = [row[2] for row in rows if row[0] == "plain"]
-    if capped:
-        print(f"   {'plain, ranked among the newest ' + format(cap, ',') + ' + count':42} "
-              f"{len(capped):4}         p50 {pct(capped, 50):6.1f}  p90 {pct(capped, 90):6.1f}"
-              f"  p99 {pct(capped, 99):6.1f}")
+    for column, label in ((2, " + count"), (3, " + count to 1,000")):
+        capped = [row[column] for row in rows if row[0] == "plain"]
+        if capped:
+            label = "plain, ranked among the newest " + format(cap, ",") + label
+            print(f"   {label:42} {len(capped):4}         p50 {pct(capped, 50):6.1f}  p90 "
+                  f"{pct(capped, 90):6.1f}  p99 {pct(capped, 99):6.1f}")
+    # The whole mix as the contract change would serve it: plain queries at their capped
+    # cost (with the rest of their work: phrase counts, page rows), the others as now.
+    for column, label in ((2, "every query, plain ones capped + count"),
+                          (3, "every query, plain ones capped + count to 1,000")):
+        mixed = [row[column] if row[0] == "plain" else row[1] for row in rows]
+        print(f"   {label:42} {len(mixed):4}        p50 {pct(mixed, 50):6.1f}  p90 "
+              f"{pct(mixed, 90):6.1f}  p99 {pct(mixed, 99):6.1f}")
 
 
 CHECK = r"""
