@@ -34,6 +34,7 @@ from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
+from minionsd.service import malloc_arenas
 from minionsd.service.systemd import Notifier
 from minionsd.storage import records
 from minionsd.storage.database import Database
@@ -308,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logsetup.configure(args.log_format)
     environ = dict(os.environ)
+    # Before any thread starts (the database's pools): each would get a C heap of its own.
+    log.debug("daemon.malloc_arenas", limit=malloc_arenas.limit(environ))
     home = Home(resolve_home(args.home, environ))
     config_path = Path(args.config).expanduser() if args.config else home.config
     try:
