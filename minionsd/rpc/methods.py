@@ -20,6 +20,7 @@ from minionsd.storage import record_fields, records
 from minionsd.storage.database import PREPARING_THREADS
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
+from minionsd.text.wire_json import Encoded
 
 _ADD_OPTIONAL = frozenset({"title", "author", "project", "agent", "task", "pr", "paths", "tags",
                            "importance", "confidence", "expires_at", "created_at", "meta"})
@@ -85,6 +86,15 @@ def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, An
         out[index] = derived
     ids, rows = records.batch_rows([f for f in out if not isinstance(f, Exception)], now)
     return _Batch(out, ids, rows)
+
+
+def _search_wire(conn: Any, params: dict[str, Any], now: datetime) -> Encoded:
+    """memory.search's answer, encoded for the wire on the reader thread that found it."""
+    return Encoded(records.search(conn, params, now))
+
+
+def _fetch_wire(conn: Any, record_id: Any, now: datetime) -> Encoded:
+    return Encoded(records.fetch(conn, record_id, now))
 
 
 def _require_str(value: Any, name: str) -> str:
@@ -153,9 +163,9 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     memory_add.bulk = memory_add_many  # type: ignore[attr-defined]  # see Dispatcher.bulk
 
-    async def memory_get(id: Any) -> dict[str, Any]:
+    async def memory_get(id: Any) -> Encoded:
         try:
-            return await app.db.read(records.fetch, id, app.now())
+            return await app.db.read(_fetch_wire, id, app.now())
         except NotFound:
             purged = await app.db.read(purge.explain_missing, id)
             if purged is None:
@@ -164,10 +174,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_search(query: Any, type: Any = None, scope: Any = None,
                             status: Any = None, project: Any = None, agent: Any = None,
-                            limit: Any = 20) -> dict[str, Any]:
+                            limit: Any = 20) -> Encoded:
         params = {"query": query, "type": type, "scope": scope, "status": status,
                   "project": project, "agent": agent, "limit": limit}
-        return await app.db.read(records.search, params, app.now())
+        return await app.db.read(_search_wire, params, app.now())
 
     async def memory_pin(id: Any) -> dict[str, Any]:
         return await app.db.write(records.pin, _require_str(id, "id"), app.now())
