@@ -133,9 +133,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
     async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,
                          **optional: Any) -> dict[str, Any]:
         fields = _new_fields(body, type, scope, trust, source, **optional)
-        # Off the event loop: a megabyte body takes about a second to redact.
-        prepared = await app.db.prepare(_prepare_new, fields)
-        return {"id": await app.db.write_grouped(records.insert, prepared, app.now())}
+        # Off the event loop: a megabyte body takes about a second to redact. The preparing
+        # thread queues the write itself: the loop hears back once, when it is committed.
+        return {"id": await app.db.write_prepared(_prepare_new, (fields,), records.insert,
+                                                  app.now())}
 
     async def memory_add_many(calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """A batch's run of memory.add: checked and prepared together off the event loop, then
