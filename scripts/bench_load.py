@@ -141,7 +141,8 @@ def print_load(figures: dict[str, Any], clients: int) -> None:
     say(f"   inbox notes pending as status saw them: p50 {figures['inbox_pending_p50']}, "
         f"max {figures['inbox_pending_max']}")
     if "daemon_cpu_ms_per_call" in figures:
-        say(f"   daemon CPU {figures['daemon_cpu_s']:.1f} s = "
+        say(f"   daemon CPU {figures['daemon_cpu_s']:.1f} s (system "
+            f"{figures.get('daemon_system_cpu_s', float('nan')):.1f} s) = "
             f"{figures['daemon_cpu_ms_per_call']:.2f} ms per call; the clients' CPU "
             f"{figures['clients_cpu_s']:.1f} s = {figures['clients_cpu_ms_per_call']:.2f} ms "
             "per call")
@@ -176,9 +177,12 @@ def measured_load(daemon: Any, clients: int, calls: int, procs: int, seed: int,
             + (["--gil"] if os.environ.get("BENCH_LOAD_GIL") else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
-    cpu_before = daemon.cpu_seconds()
+    user_before, system_before = daemon.cpu_split()
     figures = run_load(str(daemon.socket), clients, calls, procs, seed, mix)
-    cpu = daemon.cpu_seconds() - cpu_before
+    user, system = daemon.cpu_split()
+    system -= system_before
+    cpu = user - user_before + system
+    figures["daemon_system_cpu_s"] = system
     if spy is not None:
         spy.send_signal(signal.SIGINT)
         spy.wait(60)
