@@ -26,9 +26,9 @@ from minionsd.memory.episodes import build_episode
 from minionsd.memory.identity import has_notebook
 from minionsd.memory.retrieval import candidates as candidates_mod
 from minionsd.memory.retrieval import pack as pack_mod
-from minionsd.memory.retrieval import query as query_mod
 from minionsd.memory.retrieval import rank as rank_mod
 from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.memos import TaskQuery
 from minionsd.storage import records, telemetry
 from minionsd.text.fence import fence
 from minionsd.text.task import check_optional_name, check_task
@@ -41,10 +41,13 @@ log = structlog.get_logger()
 def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | None,
                     agent: str | None, now: datetime) -> tuple[list[str], dict[str, Any] | None]:
     """A task's terms, and (when it has any) its pack with the fenced text and its size."""
-    terms = query_mod.task_terms(task)
+    if app.recall_index is None:  # an App made without one (tests, tools)
+        app.recall_index = RecallIndex()
+    parts = app.recall_index.memos.task_query(task)
+    terms = list(parts.terms)
     if not terms:
         return terms, None
-    found = _pack(app, conn, task, terms, project, agent, now)
+    found = _pack(app, conn, task, terms, project, agent, now, parts)
     if found["selected"]:
         found["bytes"] = prompt.utf8_len(found["pack"])
         found["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
@@ -53,19 +56,21 @@ def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | No
 
 
 def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: str | None,
-          agent: str | None, now: datetime) -> dict[str, Any]:
-    """The read-only part of a retrieval, run on a reader connection."""
+          agent: str | None, now: datetime, parts: TaskQuery | None = None) -> dict[str, Any]:
+    """The read-only part of a retrieval, run on a reader connection. `parts`: the task's
+    query, when the caller has it."""
     cfg = app.config
     if app.recall_index is None:  # an App made without one (tests, tools)
         app.recall_index = RecallIndex()
+    if parts is None:
+        parts = TaskQuery.of(task, terms)
     found = candidates_mod.fetch_candidates(
         app.recall_index, conn, terms, project=project, agent=agent, now_iso=iso(now),
-        limit=cfg["engine.memory_retrieval_candidate_limit"],
-        naming=query_mod.naming_terms(task))
+        limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming)
     memos = app.recall_index.memos
-    ranked = rank_mod.rank_lazily(found, task_files=query_mod.task_files(task),
+    ranked = rank_mod.rank_lazily(found, task_files=list(parts.files),
                                   project=project, agent=agent, now=now, memos=memos,
-                                  cues=query_mod.cues(task))
+                                  cues=parts.cues)
     text, chosen = pack_mod.pack(ranked, distinct=True,
                                  top_k=cfg["engine.memory_retrieval_top_k"],
                                  max_bytes=cfg["engine.memory_retrieval_max_bytes"],
