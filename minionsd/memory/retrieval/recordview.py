@@ -42,6 +42,7 @@ MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few K
 MAX_CACHED_BY_KIND: MappingProxyType[str, int] = MappingProxyType({})
 MAX_HITS = 1000  # terms whose hit lists are kept (planner.ROW_BUDGET rowids at most each)
 HITS_PER_TERM = 4  # lists of one term from different rowids (tasks' windows differ)
+MAX_HITS_BYTES = 1000 * (64 + 8 * 800)  # as much as 1,000 full lists
 # And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
 # make the cache hold gigabytes.
 MAX_CACHED_BYTES = 16 << 20
@@ -324,7 +325,7 @@ class RecordView:
                 kept = ((hits, after, token, self._max_seq), *older[:HITS_PER_TERM - 1])
                 self._hits.put(term, kept, sum(64 + entry[0].itemsize * len(entry[0])
                                                for entry in kept))
-            self._hits.trim(MAX_HITS, MAX_CACHED_BYTES)
+            self._hits.trim(MAX_HITS, MAX_HITS_BYTES)
 
     def clear(self) -> None:
         with self._lock:
