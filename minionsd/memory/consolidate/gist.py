@@ -154,12 +154,27 @@ def note_title(content: str) -> str:
 def distinct_tokens(text: str) -> frozenset[str]:
     """Numbers, identifiers and paths in `text`, lower-cased: `port 8080`, `test-m13`,
     `setup_8`, `src/app.py`, `UserCache`, anything in backticks."""
-    found = set()
+    found: set[str] = set()
+    quoted = "`" in text  # else no token can be in backticks
     for token in _TOKEN_RE.findall(text):
         token = token.strip("`").rstrip(".,;:!?)")
         if not token:
             continue
-        if any(c.isdigit() for c in token) or _IDENT_INNER_RE.search(token) \
-                or text.count(f"`{token}`"):
-            found.add(token.lower())
+        lowered = token.lower()
+        if lowered in found:
+            continue  # kept already: the checks cannot add it twice
+        if _has_digit(token) or _IDENT_INNER_RE.search(token) \
+                or (quoted and text.count(f"`{token}`")):
+            found.add(lowered)
     return frozenset(found)
+
+
+_ASCII_DIGIT_RE = re.compile(r"[0-9]")
+
+
+def _has_digit(token: str) -> bool:
+    """any(c.isdigit() for c in token), without a step per character for ASCII tokens (where
+    only 0-9 are digits) and for tokens of letters alone (no letter is a digit)."""
+    if token.isascii():
+        return _ASCII_DIGIT_RE.search(token) is not None
+    return not token.isalpha() and any(c.isdigit() for c in token)
