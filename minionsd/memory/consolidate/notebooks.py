@@ -107,11 +107,13 @@ def entry_ids(text: str) -> set[str]:
     return {m.group(1) for m in _ENTRY_RE.finditer(text)}
 
 
-def append_entries(current: str | None, agent: str, entries: list[str]) -> str:
+def append_entries(current: str | None, agent: str, entries: list[str],
+                   known: set[str] | None = None) -> str:
     """The notebook after appending each of `entries` in turn, as append_entry does one by
-    one, with the notebook scanned for its entry ids once instead of once per entry."""
+    one, with the notebook scanned for its entry ids once instead of once per entry (not at
+    all when the caller passes `known`, the ids `current` holds)."""
     text = current if current and current.strip() else notebook_header(agent)
-    known = entry_ids(text)
+    known = entry_ids(text) if known is None else set(known)
     for entry in entries:
         match = _ENTRY_RE.match(entry)
         if match is None:
