@@ -135,11 +135,13 @@ def find_title_and_gist(content: str) -> tuple[str, str]:
         if match and opening[match.end():].strip():
             title = _clean(match.group(1))
             lines[0] = opening[match.end():]
-    pieces = [s for line in lines for s in sentences(plain(line))]
+    # Lazily: the title and gist are the first sentences, so the rest are never cut.
+    pieces = (s for line in lines for s in sentences(plain(line)))
     if title is None:
-        if not pieces:
+        first = next(pieces, None)
+        if first is None:
             return UNTITLED, ""
-        title = pieces.pop(0).rstrip(".") or UNTITLED
+        title = first.rstrip(".") or UNTITLED
     gist = next((p for p in pieces if not _same(p, title)), "")
     return _cap(title, TITLE_MAX), _cap(gist, GIST_MAX)
 
