@@ -23,7 +23,7 @@ from minionsd.fileio import (
     write_temp_unsynced,
 )
 from minionsd.memory.app import App
-from minionsd.memory.consolidate import classify
+from minionsd.memory.consolidate import classify, kb_staging
 from minionsd.storage import journal
 from minionsd.text.markdown import FrontMatterError, note_parts
 
@@ -40,18 +40,22 @@ class Filing:
         """Every note's KB entry, written with a bounded number of disk syncs: each new entry
         is first written to a temp file, all temps are flushed at once, then each is linked to
         its name (never overwriting) and the directories are flushed. A name is therefore only
-        ever given to a complete entry, as with create_new_text."""
+        ever given to a complete entry, as with create_new_text. The temps are written under
+        engine/ (kb_staging), outside the watched knowledge/ tree, so the knowledge watcher
+        sees one event per entry instead of five."""
         home = self.app.home
         rels: list[str | None] = []
         staged: dict[int, tuple[journal.JournalNote, Path, Path]] = {}
         notes = [note for note in batch.notes if not note.done]
+        staging = kb_staging.Staging(home.engine / kb_staging.DIRECTORY)
         for index, note in enumerate(notes):
             rel = self._kb_path(batch, note)
             target = home.root / rel
             if not target.exists():
                 category = classify.classify(note.name, note.content)
                 text = self._entry_text(note, category, batch.date)
-                staged[index] = (note, target, write_temp_unsynced(target, text, mode=0o644))
+                staged[index] = (note, target, write_temp_unsynced(
+                    staging.temp_beside(target), text, mode=0o644))
             rels.append(rel)
         try:
             flush_to_disk([tmp for _, _, tmp in staged.values()])
