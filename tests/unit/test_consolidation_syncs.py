@@ -1,7 +1,9 @@
 """A consolidation batch's disk syncs do not grow with the notebooks it appends to: every
-notebook the batch changes is replaced with the others (two syncs in all), on a real home and
-state.db (no daemon). The crash tests (tests/integration/test_crash_safety.py) show that each
-note is still filed exactly once whatever step a kill interrupts."""
+notebook the batch changes is replaced with the others, its texts flushed with the KB
+entries' names and its rename with the archive's moves, so a batch with notebooks syncs as
+often as one without. On a real home and state.db (no daemon). The crash tests
+(tests/integration/test_crash_safety.py) show that each note is still filed exactly once
+whatever step a kill interrupts."""
 
 from __future__ import annotations
 
@@ -44,13 +46,18 @@ def land(app, authors: list[str], tag: str) -> None:
             f"---\nagent: {author}\n---\n# Finding {tag} {i}\n\nshard {tag}{i} drains first\n")
 
 
-def test_a_batch_syncs_as_often_for_four_notebooks_as_for_one(short_home, counted):
+def test_a_batch_syncs_as_often_for_four_notebooks_as_for_none(short_home, counted):
     with home_app(short_home, CONFIG) as app:
         pipeline = ConsolidationService(app).pipeline
+        land(app, [f"person{i}" for i in range(8)], "none")  # no configured agent
+        counted.clear()
+        assert pipeline.run(force=True).notebooks == {}
+        no_notebook = len(counted)
         land(app, ["dallas"] * 8, "one")
         counted.clear()
         assert pipeline.run(force=True).notes == 8
         one_notebook = len(counted)
+        assert one_notebook == no_notebook, (no_notebook, counted)
         land(app, [AGENTS[i % 4] for i in range(8)], "four")
         counted.clear()
         result = pipeline.run(force=True)
@@ -62,6 +69,8 @@ def test_a_batch_syncs_as_often_for_four_notebooks_as_for_one(short_home, counte
                 if AGENTS[i % 4] == author:
                     assert text.count(f"shard four{i} drains first") == 1
         assert (app.home.agents_dir / "dallas.md").read_text().count("drains first") == 10
+        assert not any(p.name.startswith(".") and ".tmp." in p.name
+                       for p in app.home.agents_dir.iterdir())
 
 
 def test_replace_all_writes_every_file_and_leaves_no_temp(tmp_path):
@@ -71,6 +80,15 @@ def test_replace_all_writes_every_file_and_leaves_no_temp(tmp_path):
     assert [p.read_text() for p, _ in files] == ["new a\n", "new b\n"]
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p, _ in files)
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.md", "b.md"]
+
+
+def test_replace_all_can_leave_the_renames_to_the_caller(tmp_path, counted):
+    extra = tmp_path / "other"
+    extra.mkdir()
+    left = fileio.replace_all([(tmp_path / "a.md", "a\n"), (tmp_path / "b.md", "b\n")],
+                              also_flush=[extra], flush_directories=False)
+    assert left == [tmp_path] and (tmp_path / "b.md").read_text() == "b\n"
+    assert len(counted) in (1, 3)  # one syncfs, or an fsync per temp file and directory
 
 
 def test_replace_all_changes_nothing_when_a_file_cannot_be_written(tmp_path):

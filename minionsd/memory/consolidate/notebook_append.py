@@ -2,7 +2,8 @@
 
 One locked read per notebook, not per note; entries carry their id, so a redo appends only
 what is missing. Every notebook the batch changes is replaced at once (fileio.replace_all):
-two disk syncs for the batch, not two per notebook.
+its texts are flushed in one sync with the KB entries' new names, the renames with the
+archive's moves, not two syncs per notebook.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from minionsd.fileio import lock_for, read_text, replace_all
+from minionsd.fileio import flush_to_disk, lock_for, read_text, replace_all
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import notebooks
 from minionsd.memory.consolidate.filing import Filing, safe_meta
@@ -20,9 +21,13 @@ from minionsd.memory.identity import has_notebook
 from minionsd.storage import journal
 
 
-def append_batch(app: App, batch: journal.Batch, step: Callable[[str], None]) -> dict[str, int]:
+def append_batch(app: App, batch: journal.Batch, step: Callable[[str], None],
+                 unsynced: list[Path]) -> dict[str, int]:
     """Append the batch's notes by configured agents to their notebooks; the notes per agent.
-    `step` is the pipeline's step boundary, passed once per entry rendered."""
+    `step` is the pipeline's step boundary, passed once per entry rendered. `unsynced` (the
+    batch's directories with names not yet flushed: filing.Filing.unsynced) is flushed with
+    the notebooks' texts, and then holds the notebooks' directory instead, for the archive's
+    flush before the batch is closed."""
     agents = app.config.agents
     counts: dict[str, int] = {}
     by_author: dict[str, list[journal.JournalNote]] = {}
@@ -58,6 +63,10 @@ def append_batch(app: App, batch: journal.Batch, step: Callable[[str], None]) ->
             if entries:
                 writes.append((path, notebooks.append_entries(current, author, entries,
                                                               known=held)))
+        pending = list(unsynced)
         if writes:
-            replace_all(writes)
+            unsynced[:] = replace_all(writes, also_flush=pending, flush_directories=False)
+        elif pending:
+            flush_to_disk(pending)
+            unsynced.clear()
     return counts

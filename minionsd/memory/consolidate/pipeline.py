@@ -228,7 +228,8 @@ class Pipeline:
             result.mode = mode
             self._append_digest(derived, digest)
             result.kb_entries = self.filing.write_kb_entries(derived)
-            result.notebooks = notebook_append.append_batch(self.app, derived, self._step)
+            result.notebooks = notebook_append.append_batch(self.app, derived, self._step,
+                                                             self.filing.unsynced)
             result.records_upserted = self.recording.upsert(derived)
         result.archived, moved = self.filing.archive(batch)
         result.notes = len(result.archived)
