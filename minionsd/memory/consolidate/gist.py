@@ -162,6 +162,8 @@ def distinct_tokens(text: str) -> frozenset[str]:
         token = token.strip("`").rstrip(".,;:!?)")
         if not token:
             continue
+        if not quoted and token.isalpha() and token.islower():
+            continue  # a lower-case word: no digit, no identifier joint, no upper-case hump
         lowered = token.lower()
         if lowered in found:
             continue  # kept already: the checks cannot add it twice

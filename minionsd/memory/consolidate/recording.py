@@ -165,6 +165,8 @@ def short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 def mentioned_paths(text: str, limit: int = 50) -> list[str]:
+    if "/" not in text:
+        return []  # every path _PATH_RE finds has one
     return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
 
 def note_body(content: str) -> str:

@@ -1,13 +1,18 @@
-"""gist's shortcuts agree with the plain code they replace: distinct_tokens (a digit found
-without a step per character, a kept token not checked again, no backtick count in a line
-without backticks) and find_title_and_gist (only the first sentences are cut)."""
+"""The digest's and notebooks' shortcuts agree with the plain code they replace:
+gist.distinct_tokens (lower-case words skipped, a digit found without a step per character, a
+kept token not checked again, no backtick count in a line without backticks),
+gist.find_title_and_gist (only the first sentences are cut), regex_digest.fingerprint (ASCII
+text cut by str.translate) and notebooks.entry_ids (the marker's text searched, then kept at
+line starts)."""
 
 from __future__ import annotations
+
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.memory.consolidate import gist
+from minionsd.memory.consolidate import gist, notebooks, regex_digest
 
 
 def reference(text: str) -> frozenset[str]:
@@ -82,3 +87,31 @@ _LINES = st.sampled_from([
                          max_size=120)))
 def test_title_and_gist_match_the_eager_cut(content):
     assert gist.find_title_and_gist(content) == reference_title_and_gist(content)
+
+
+def reference_fingerprint(text: str) -> str:
+    kept = re.sub(r"[^a-z0-9 ]", "", text.lower())
+    return re.sub(r" +", " ", kept).strip()[:regex_digest.FINGERPRINT_LEN]
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=120)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_TEXT, st.lists(_PIECES, max_size=40).map(" ".join),
+                 st.text(st.sampled_from("aZ9 _-.!\tİ"), max_size=120)))
+def test_fingerprint_matches_the_plain_rule(text):
+    assert regex_digest.fingerprint(text) == reference_fingerprint(text)
+
+
+_NOTEBOOK_PIECES = st.sampled_from([
+    "<!-- minions:entry=a1 -->", "<!-- minions:entry=b.2:x-y -->", "<!-- minions:entry=-x -->",
+    "<!-- minions:entry= -->", "<!-- minions:entry=c3 --> ", " <!-- minions:entry=d4 -->",
+    "\n", "\n", "text", "### 2026-12-04: Title", "\r\n", "<!-- minions:entry=e5 -->x",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(_NOTEBOOK_PIECES, max_size=20).map("".join), _TEXT))
+def test_entry_ids_match_the_line_rule(text):
+    assert notebooks.entry_ids(text) == {m.group(1) for m in notebooks._ENTRY_RE.finditer(text)}
