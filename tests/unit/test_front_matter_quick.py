@@ -23,11 +23,15 @@ _VALUES = st.sampled_from([
     "[a,b]", "[a, [b]]", "[yes, no]", "{a: 1}",
     "- item", "*ref", "&anchor x", "!tag x", "|", ">", "@at", "`tick`", "%pct", "a, b",
     "trailing ", " leading", "9999999999999999999999", "123456789012345678",
+    "3f2a1b9c0d4e5f60", "0b101", "0b12af", "0x1f", "0o17", "1e5", "1e", "12e3", "0a", "00a",
+    "1_a", "9Z",
 ])
 _LINES = st.one_of(
     st.tuples(_KEYS, _VALUES).map(lambda kv: f"{kv[0]}: {kv[1]}"),
     st.sampled_from(["", "# comment", "key:", "key:  two spaces", "key:\tvalue", "  nested: 1",
-                     "- item", "key: value # note", "k: v\r", "---"]),
+                     "- item", "key: value # note", "k: v\r", "---", "tags:", "- 'q: x'",
+                     "- 1064", "- yes", "- a b", "-", "- ", "- - x", "- k: v", "  - x",
+                     "- 3f2a1b"]),
 )
 
 
@@ -68,7 +72,17 @@ def test_a_usual_note_is_read_quickly_and_alike():
     assert markdown.read_note(text) == (loader(block), "# Body\n", [])
 
 
+def test_a_kb_entry_block_is_read_quickly_and_alike():
+    block = ("source: notes/archive/2026-12-05-yana-x.md\nagent: yana\ncategory: reviews\n"
+             "date: 2026-12-05\nentry_id: 3f2a1b9c0d4e5f60\nid: yana-00000\n"
+             "title: 'Test pipeline: TokenBuilder'\npr: '1064'\ntags:\n- tech-debt\n"
+             "- flaky-test\n")
+    assert read_simple(block) is not None
+    assert read_simple(block) == loader(block)
+
+
 def test_blocks_it_leaves_to_the_loader():
     for block in ("on: 1\n", "a: yes\n", "a: 1\na: 2\n", "a: b\n\nc: d\n", "a: b",
-                  "a: b # c\n", "a: 'x''y'\n", "a: ['b, c']\n", "a:\n  - b\n", "a: 0x1F\n"):
+                  "a: b # c\n", "a: 'x''y'\n", "a: ['b, c']\n", "a:\n  - b\n", "a:\n",
+                  "a:\n- yes\n", "a:\n- 0x1f\n", "a: 0x1F\n"):
         assert read_simple(block) is None, block
