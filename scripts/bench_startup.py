@@ -179,17 +179,17 @@ def _child(out: Path, argv: list[str]) -> int:
     timed(Pipeline, "recover", "journal recovery (consolidation)")
     original_build = daemon_mod.build_components
 
-    def build(*a: Any, **k: Any) -> list[Any]:
+    def build(*a: Any, **k: Any) -> Any:
         start = ms()
-        components = original_build(*a, **k)
+        wiring = original_build(*a, **k)
         stamps["build components"] = [start, ms()]
-        for component in components:
+        for component in wiring.parts:
             name = type(component).__name__
             timed(component, "start", f"start {name}")
             for extra in ("after_ready", "warm"):
                 if hasattr(component, extra):
                     timed(component, extra, f"{extra} {name}")
-        return components
+        return wiring
 
     daemon_mod.build_components = build
     timed(daemon_mod.RpcServer, "start", "socket listening")
