@@ -1,0 +1,83 @@
+"""Whether a candidate is about the same thing as the best packed record, for the cutoff.
+
+This module owns one signal for the score cutoff (:class:`~.pack.Cutoff`): the rare words a
+candidate shares with the best record packed, beyond the task's own words. A note that scores
+below the cutoff's floor because it shares few words with the task, but names the same
+incident, component or setting as the best match (``tw-ingest-v2``, ``stockreportjob``,
+``apollo``), is the next note an engineer reads; a note that only shares the task's common
+words is not. This is pseudo-relevance feedback: the best match stands in for what the task
+is about.
+
+A word is rare when at most :func:`~.candidates.rare_limit` records hold it (the rule for the
+task's rare naming terms). A record is related when at least ``SHARED_MIN`` rare words, none
+of them a stem of the task's words, are in both. Only words the two records share are looked
+up, each once per retrieval, with one capped count per batch (a common word costs at most
+the cap), on the caller's connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from minionsd.memory.retrieval.candidates import rare_limit
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.storage import fts
+from minionsd.storage.fts import index_stats
+
+# Chosen on the blind set, reported on the first set and LoCoMo (docs/retrieval.md).
+SHARED_MIN = 4
+
+
+class SharedRareWords:
+    """``related(best, record)``: does `record` share ``SHARED_MIN`` rare words with `best`?
+
+    Both are candidate records as :func:`~.candidates.fetch_candidates` returns them (their
+    ``words`` are every stem they hold). One object serves one retrieval: it remembers which
+    words it found rare.
+    """
+
+    def __init__(self, index: RecallIndex, conn: sqlite3.Connection,
+                 terms: Sequence[str]) -> None:
+        self._index = index
+        self._conn = conn
+        self._terms = terms
+        self._task: frozenset[str] | None = None
+        self._rare: dict[str, bool] = {}
+        self._limit: int | None = None
+
+    def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+        theirs = best.get("words")
+        mine = record.get("words")
+        if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
+            return False
+        if len(mine) < len(theirs):
+            theirs, mine = mine, theirs
+        if self._task is None:
+            self._task = frozenset(
+                stem for stem in self._index.stems(self._conn, self._terms).values() if stem)
+        task = self._task
+        shared = [word for word in theirs if word in mine and word not in task]
+        if len(shared) < SHARED_MIN:
+            return False
+        self._learn(shared)
+        rare = self._rare
+        return sum(rare[word] for word in shared) >= SHARED_MIN
+
+    def _learn(self, words: list[str]) -> None:
+        unknown = [word for word in words if word not in self._rare]
+        if not unknown:
+            return
+        if self._limit is None:
+            self._limit = rare_limit(index_stats(self._conn).rows)
+        limit = self._limit
+        # A count searches the word as a query, which FTS5 stems again: only a word that is
+        # its own stem is found that way (others are taken as not rare).
+        stems = self._index.stems(self._conn, unknown)
+        countable = [word for word in unknown if stems.get(word) == word]
+        counts = fts.capped_counts(self._conn, countable, limit + 1) if countable else []
+        for word in unknown:
+            self._rare[word] = False
+        for word, count in zip(countable, counts, strict=True):
+            self._rare[word] = 0 < count <= limit
