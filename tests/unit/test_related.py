@@ -1,0 +1,106 @@
+"""The cutoff's relatedness: rare words a candidate shares with the first record packed."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minionsd.memory.retrieval.candidates import fetch_candidates, rare_limit
+from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.related import SHARED_MIN, SharedRareWords
+from minionsd.storage import fts
+from tests.unit.test_candidates import NOW, add
+
+# Made-up words that are their own FTS5 stems, so a capped count can find them.
+RARE = ["zorblat", "quenfix", "dravkon", "plimtok", "kelvurd", "brontag"]
+COMMON = "the cluster was slow after the deploy and the team looked at it"
+
+
+def _corpus(conn: sqlite3.Connection, best: str, other: str, task_word: str = "ingest",
+            fillers: int = 12) -> None:
+    add(conn, "M-best", f"{task_word} {task_word} lag {best} {COMMON}")
+    add(conn, "M-other", f"{task_word} {other} {COMMON}")
+    for i in range(fillers):
+        add(conn, f"M-fill{i:02d}", f"{COMMON} note {i}")
+
+
+def _candidates(conn: sqlite3.Connection, terms: list[str]) -> dict[str, dict[str, Any]]:
+    found = fetch_candidates(RecallIndex(), conn, terms, project=None, agent=None,
+                             now_iso=NOW, limit=50)
+    return {c["id"]: c for c in found}
+
+
+def _related(conn: sqlite3.Connection, terms: list[str]) -> bool:
+    found = _candidates(conn, terms)
+    return SharedRareWords(RecallIndex(), conn, terms)(found["M-best"], found["M-other"])
+
+
+def test_four_shared_rare_words_make_a_record_related_three_do_not(conn) -> None:
+    assert SHARED_MIN == 4
+    _corpus(conn, " ".join(RARE[:5]), " ".join(RARE[:4]))
+    assert _related(conn, ["ingest", "lag"])
+    conn.execute("DELETE FROM memory_records")
+    _corpus(conn, " ".join(RARE[:5]), " ".join(RARE[:3]))
+    # Common words shared by both (the, cluster, deploy, ...) do not count.
+    assert not _related(conn, ["ingest", "lag"])
+
+
+def test_the_tasks_own_words_do_not_count(conn) -> None:
+    _corpus(conn, " ".join(RARE[:3]), " ".join(RARE[:3]), task_word="ingest sink")
+    # Both hold "ingest" and "sink", rare in this memory: when the task says both, 3
+    # shared words count; when it says only "sink", 4 do.
+    assert not _related(conn, ["ingest", "sink"])
+    assert _related(conn, ["sink"])
+
+
+def test_a_word_in_more_records_than_the_rare_limit_does_not_count(conn) -> None:
+    _corpus(conn, " ".join(RARE[:4]), " ".join(RARE[:4]))
+    assert _related(conn, ["ingest", "lag"])
+    for i in range(rare_limit(20) - 1):  # now in limit + 1 records
+        add(conn, f"M-more{i}", f"{RARE[0]} {COMMON}")
+    assert not _related(conn, ["ingest", "lag"])
+
+
+def test_a_record_without_words_is_not_related(conn) -> None:
+    _corpus(conn, " ".join(RARE), " ".join(RARE))
+    found = _candidates(conn, ["ingest", "lag"])
+    related = SharedRareWords(RecallIndex(), conn, ["ingest", "lag"])
+    assert not related(found["M-best"], {"id": "M-x"})
+    assert not related({"id": "M-x", "words": None}, found["M-other"])
+
+
+def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, Any],
+               terms: list[str]) -> bool:
+    """Plainly: the stems both hold, minus the task's, that at most rare_limit rows hold
+    (fts5vocab's exact count) and that are their own stems."""
+    rows = conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+    dfs = dict(conn.execute("SELECT term, doc FROM memory_vocab"))
+    task = {s for s in fts.stems(conn, terms).values() if s}
+    shared = (set(best["words"]) & set(other["words"])) - task
+    own = fts.stems(conn, list(shared))
+    rare = [w for w in shared if own.get(w) == w and 0 < dfs.get(w, 0) <= rare_limit(rows)]
+    return len(rare) >= SHARED_MIN
+
+
+WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue"]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=12), min_size=2,
+                max_size=14),
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))
+def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
+                                               terms: list[str]) -> None:
+    conn.execute("DELETE FROM memory_records")
+    for i, words in enumerate(bodies):
+        add(conn, f"M-{i:02d}", " ".join(words))
+    found = list(_candidates(conn, terms).values())
+    if len(found) < 2:
+        return
+    related = SharedRareWords(RecallIndex(), conn, terms)
+    for other in found[1:]:
+        assert related(found[0], other) == _reference(conn, found[0], other, terms)
