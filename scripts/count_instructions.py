@@ -150,7 +150,8 @@ def part_workload(db: Path, part: str, rounds: int) -> None:
                                   agent=specs[i][2], now=NOW, memos=memos, **cues[i])
         rare = {"rare_left": sum(bool(c["rare_terms"]) for c in found[i])} if new else {}
         if related is not None:  # trees before the cutoff's shared rare words lack it
-            rare["related"] = related.SharedRareWords(app.recall_index, conn, terms[i])
+            rare["related"] = related.SharedRareWords(app.recall_index, conn, terms[i],
+                                                      found[i])
         return pack.pack(ranked, distinct=True, top_k=settings["engine.memory_retrieval_top_k"],
                          max_bytes=settings["engine.memory_retrieval_max_bytes"],
                          min_score_ratio=settings["engine.memory_retrieval_min_score_ratio"],

@@ -75,7 +75,7 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
             min_score_ratio=cfg["engine.memory_retrieval_min_score_ratio"],
             smallest=min(map(pack_mod.min_size, found), default=0), memos=memos,
             rare_left=sum(bool(c["rare_terms"]) for c in found),
-            related=related_mod.SharedRareWords(index, conn, terms))
+            related=related_mod.SharedRareWords(index, conn, terms, found))
     selected = [{"id": s.record["id"], "type": s.record["type"], "scope": s.record["scope"],
                  "trust": s.record["trust"], "date": s.record["created_at"][:10],
                  "source": s.record["source"], "score": round(s.score, 6), "bytes": size}

@@ -101,6 +101,11 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
     found = list(_candidates(conn, terms).values())
     if len(found) < 2:
         return
-    related = SharedRareWords(RecallIndex(), conn, terms)
+    # Given the candidates (as retrieval does: a word more of them hold is not counted) or
+    # not, the answer is the plain one.
+    with_pool = SharedRareWords(RecallIndex(), conn, terms, found)
+    alone = SharedRareWords(RecallIndex(), conn, terms)
     for other in found[1:]:
-        assert related(found[0], other) == _reference(conn, found[0], other, terms)
+        expected = _reference(conn, found[0], other, terms)
+        assert with_pool(found[0], other) == expected
+        assert alone(found[0], other) == expected

@@ -11,8 +11,9 @@ is about.
 A word is rare when at most :func:`~.candidates.rare_limit` records hold it (the rule for the
 task's rare naming terms). A record is related when at least ``SHARED_MIN`` rare words, none
 of them a stem of the task's words, are in both. Only words the two records share are looked
-up, each once per retrieval, with one capped count per batch (a common word costs at most
-the cap), on the caller's connection.
+up, each once per retrieval: a word that more candidates hold than a rare word can be in is
+not; the others with one capped count per batch (a common word costs at most the cap), on
+the caller's connection.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ class SharedRareWords:
     """``related(best, record)``: does `record` share ``SHARED_MIN`` rare words with `best`?
 
     Both are candidate records as :func:`~.candidates.fetch_candidates` returns them (their
-    ``words`` are every stem they hold). One object serves one retrieval: it remembers which
-    words it found rare.
+    ``words`` are every stem they hold); `candidates`, the retrieval's candidates, spare the
+    count of a word more of them hold than a rare word can be in. One object serves one
+    retrieval: it remembers which words it found rare.
     """
 
-    def __init__(self, index: RecallIndex, conn: sqlite3.Connection,
-                 terms: Sequence[str]) -> None:
+    def __init__(self, index: RecallIndex, conn: sqlite3.Connection, terms: Sequence[str],
+                 candidates: Sequence[Mapping[str, Any]] = ()) -> None:
         self._index = index
         self._conn = conn
         self._terms = terms
+        self._candidates = candidates
         self._task: frozenset[str] | None = None
         self._rare: dict[str, bool] = {}
         self._limit: int | None = None
@@ -61,23 +64,47 @@ class SharedRareWords:
         shared = [word for word in theirs if word in mine and word not in task]
         if len(shared) < SHARED_MIN:
             return False
-        self._learn(shared)
+        self._sift(shared)
         rare = self._rare
-        return sum(rare[word] for word in shared) >= SHARED_MIN
+        left = [word for word in shared if rare.get(word, True)]
+        if len(left) < SHARED_MIN:
+            return False
+        self._count([word for word in left if word not in rare])
+        return sum(rare[word] for word in left) >= SHARED_MIN
 
-    def _learn(self, words: list[str]) -> None:
-        unknown = [word for word in words if word not in self._rare]
-        if not unknown:
-            return
+    def _rare_limit(self) -> int:
         if self._limit is None:
             self._limit = rare_limit(index_stats(self._conn).rows)
-        limit = self._limit
+        return self._limit
+
+    def _sift(self, words: list[str]) -> None:
+        """Words more candidates hold than a rare word can be in are not rare: no count."""
+        limit = self._rare_limit()
+        if len(self._candidates) <= limit:
+            return
+        rare = self._rare
+        for word in words:
+            if word in rare:
+                continue
+            held = 0
+            for candidate in self._candidates:
+                words_of = candidate.get("words")
+                if isinstance(words_of, Mapping) and word in words_of:
+                    held += 1
+                    if held > limit:
+                        rare[word] = False
+                        break
+
+    def _count(self, words: list[str]) -> None:
+        if not words:
+            return
+        limit = self._rare_limit()
         # A count searches the word as a query, which FTS5 stems again: only a word that is
         # its own stem is found that way (others are taken as not rare).
-        stems = self._index.stems(self._conn, unknown)
-        countable = [word for word in unknown if stems.get(word) == word]
+        stems = self._index.stems(self._conn, words)
+        countable = [word for word in words if stems.get(word) == word]
         counts = fts.capped_counts(self._conn, countable, limit + 1) if countable else []
-        for word in unknown:
+        for word in words:
             self._rare[word] = False
         for word, count in zip(countable, counts, strict=True):
             self._rare[word] = 0 < count <= limit
