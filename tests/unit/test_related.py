@@ -103,9 +103,25 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
         return
     # Given the candidates (as retrieval does: a word more of them hold is not counted) or
     # not, the answer is the plain one.
-    with_pool = SharedRareWords(RecallIndex(), conn, terms, found)
-    alone = SharedRareWords(RecallIndex(), conn, terms)
+    index = RecallIndex()  # the second reads what the first had the index remember
+    with_pool = SharedRareWords(index, conn, terms, found)
+    alone = SharedRareWords(index, conn, terms)
+    fresh = SharedRareWords(RecallIndex(), conn, terms)
     for other in found[1:]:
         expected = _reference(conn, found[0], other, terms)
         assert with_pool(found[0], other) == expected
         assert alone(found[0], other) == expected
+        assert fresh(found[0], other) == expected
+
+
+def test_the_index_remembers_which_words_are_rare_for_the_same_limit(conn) -> None:
+    _corpus(conn, " ".join(RARE[:4]), " ".join(RARE[:4]))
+    index = RecallIndex()
+    found = _candidates(conn, ["ingest", "lag"])
+    assert SharedRareWords(index, conn, ["ingest", "lag"])(found["M-best"], found["M-other"])
+    limit = rare_limit(14)
+    assert index.rarity([*RARE[:4], "cluster"], limit) == dict.fromkeys(RARE[:4], True) | {
+        "cluster": False}
+    assert index.rarity(RARE[:4], limit + 1) == {}  # another limit: not known
+    index.forget()
+    assert index.rarity(RARE[:4], limit) == {}

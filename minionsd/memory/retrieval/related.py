@@ -11,9 +11,9 @@ is about.
 A word is rare when at most :func:`~.candidates.rare_limit` records hold it (the rule for the
 task's rare naming terms). A record is related when at least ``SHARED_MIN`` rare words, none
 of them a stem of the task's words, are in both. Only words the two records share are looked
-up, each once per retrieval: a word that more candidates hold than a rare word can be in is
-not; the others with one capped count per batch (a common word costs at most the cap), on
-the caller's connection.
+up: a word that more candidates hold than a rare word can be in is not; the others with one
+capped count per batch (a common word costs at most the cap), on the caller's connection.
+The index remembers the answers as long as document frequencies (:mod:`.index`).
 """
 
 from __future__ import annotations
@@ -78,12 +78,18 @@ class SharedRareWords:
         return self._limit
 
     def _sift(self, words: list[str]) -> None:
-        """Words more candidates hold than a rare word can be in are not rare: no count."""
+        """What the index remembers of `words`; then the words more candidates hold than a
+        rare word can be in are not rare, with no count."""
         limit = self._rare_limit()
+        rare = self._rare
+        unknown = [word for word in words if word not in rare]
+        if not unknown:
+            return
+        rare.update(self._index.rarity(unknown, limit))
         if len(self._candidates) <= limit:
             return
-        rare = self._rare
-        for word in words:
+        common = {}
+        for word in unknown:
             if word in rare:
                 continue
             held = 0
@@ -92,8 +98,10 @@ class SharedRareWords:
                 if isinstance(words_of, Mapping) and word in words_of:
                     held += 1
                     if held > limit:
-                        rare[word] = False
+                        common[word] = False
                         break
+        rare.update(common)
+        self._index.remember_rarity(common, limit)
 
     def _count(self, words: list[str]) -> None:
         if not words:
@@ -104,7 +112,8 @@ class SharedRareWords:
         stems = self._index.stems(self._conn, words)
         countable = [word for word in words if stems.get(word) == word]
         counts = fts.capped_counts(self._conn, countable, limit + 1) if countable else []
-        for word in words:
-            self._rare[word] = False
+        found = dict.fromkeys(words, False)
         for word, count in zip(countable, counts, strict=True):
-            self._rare[word] = 0 < count <= limit
+            found[word] = 0 < count <= limit
+        self._rare.update(found)
+        self._index.remember_rarity(found, limit)
