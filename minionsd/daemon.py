@@ -34,7 +34,9 @@ from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.rpc.methods import build_methods
 from minionsd.rpc.protocol import Dispatcher
 from minionsd.rpc.server import RpcServer
+from minionsd.service import malloc_arenas
 from minionsd.service.systemd import Notifier
+from minionsd.service.wiring import Wiring
 from minionsd.storage import records
 from minionsd.storage.database import Database
 from minionsd.storage.pidfile import PidFile
@@ -54,17 +56,17 @@ class Daemon:
         self.notifier = notifier or Notifier({})
         self.stop_event = asyncio.Event()
         self.server: RpcServer | None = None
-        self.components: list[Any] = []
+        self.wiring = Wiring()  # main() sets the built one
         self._shared_reads = SharedRun(self._status_reads)
 
-    async def _status_reads(self) -> tuple[list[Any], list[Any]]:
-        """The parts of status that read disk (the inbox scan), all in ONE light-lane trip:
-        (those components, what each read)."""
-        reading = [c for c in self.components if callable(getattr(c, "status_reads", None))]
+    async def _status_reads(self) -> list[Any]:
+        """What the parts of status that read disk (the inbox scan) read, all in ONE
+        light-lane trip."""
+        reading = self.wiring.status_on_disk
         if not reading:
-            return [], []
-        return reading, await self.app.db.read_light(
-            lambda conn: [component.status_reads(conn) for component in reading])
+            return []
+        return await self.app.db.read_light(
+            lambda conn: [part.status_reads(conn) for part in reading])
 
     def status_now(self) -> dict[str, Any] | None:
         """status from memory alone, on the loop, with nothing awaited (so the reply leaves in
@@ -76,16 +78,11 @@ class Daemon:
         if counts is None:
             return None
         parts = []
-        for component in self.components:
-            now_part = getattr(component, "status_now", None)
-            if now_part is not None:
-                part = now_part()
-                if part is None:
-                    return None
-                parts.append(part)
-            elif callable(getattr(component, "status", None)) \
-                    or callable(getattr(component, "status_reads", None)):
-                return None  # a component that answers only by awaiting
+        for component in (*self.wiring.status_on_disk, *self.wiring.status):
+            part = component.status_now()
+            if part is None:
+                return None
+            parts.append(part)
         return self._result(counts, parts)
 
     async def status(self) -> dict[str, Any]:
@@ -99,15 +96,14 @@ class Daemon:
         # status calls costs two looks at the inbox, not one each, one behind the other.
         now = app.now()
         counts = app.db.live.records(iso(now))
-        others = [contribute() for component in self.components
-                  if not callable(getattr(component, "status_reads", None))
-                  and (contribute := getattr(component, "status", None)) is not None]
+        others = [component.status() for component in self.wiring.status]
         if counts is None:  # more records expire by now than memory keeps: count in SQL
             others.append(app.db.read_light(records.status_counts, now))
-        (reading, read_parts), *parts = await asyncio.gather(self._shared_reads.get(), *others)
+        read_parts, *parts = await asyncio.gather(self._shared_reads.get(), *others)
         if counts is None:
             counts = parts.pop()
-        parts = [c.status_from(r) for c, r in zip(reading, read_parts, strict=True)] + parts
+        parts = [component.status_from(read) for component, read
+                 in zip(self.wiring.status_on_disk, read_parts, strict=True)] + parts
         return self._result(counts, parts)
 
     def _result(self, counts: dict[str, int], parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -162,16 +158,14 @@ class Daemon:
         await self.config_changed(None)
 
     async def config_changed(self, key: str | None) -> None:
-        for component in self.components:
-            changed = getattr(component, "config_changed", None)
-            if changed is not None:
-                await changed(key)
+        for component in self.wiring.config_listeners:
+            await component.config_changed(key)
 
     async def run(self) -> None:
         app = self.app
         extra: dict[str, Any] = {}
-        for component in self.components:
-            extra |= getattr(component, "methods", dict)()
+        for source in self.wiring.methods:
+            extra |= source.methods()
         dispatcher = Dispatcher(build_methods(app, status=self.status,
                                               config_changed=self.config_changed, extra=extra))
         loop = asyncio.get_running_loop()
@@ -181,7 +175,7 @@ class Daemon:
         loop.add_signal_handler(signal.SIGUSR1, dump_threads)
         started: list[Any] = []
         try:
-            for component in self.components:
+            for component in self.wiring.parts:
                 started.append(component)  # a half-started component is stopped too
                 await component.start()
             self.server = RpcServer(dispatcher, app.socket_path,
@@ -275,8 +269,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def build_components(daemon: Daemon, crash_at: Any = None) -> list[Any]:
-    """Background parts (watcher, consolidation, scheduler...) in start order."""
+def build_components(daemon: Daemon, crash_at: Any = None) -> Wiring:
+    """Background parts (watcher, consolidation, scheduler...) in start order, and what each
+    serves."""
     from minionsd.service import components
 
     return components.build(daemon.app, daemon.notifier, crash_at=crash_at)
@@ -308,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logsetup.configure(args.log_format)
     environ = dict(os.environ)
+    # Before any thread starts (the database's pools): each would get a C heap of its own.
+    log.debug("daemon.malloc_arenas", limit=malloc_arenas.limit(environ))
     home = Home(resolve_home(args.home, environ))
     config_path = Path(args.config).expanduser() if args.config else home.config
     try:
@@ -349,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     daemon = Daemon(app, Notifier(environ))
     code = 0
     try:
-        daemon.components = build_components(daemon, crash_at)
+        daemon.wiring = build_components(daemon, crash_at)
         asyncio.run(daemon.run())
     except MinionsError as exc:
         print(f"minionsd: {exc.detail}", file=sys.stderr)

@@ -50,8 +50,8 @@ def served_methods(tmp_path: Path) -> set[str]:
         app = App(home=home, config=config_mod.load(home.config, {}), db=db, environ={})
         daemon = Daemon(app)
         extra: dict[str, Any] = {}
-        for component in build_components(daemon):
-            extra |= getattr(component, "methods", dict)()
+        for source in build_components(daemon).methods:
+            extra |= source.methods()
         async def unused(*args: Any) -> Any:
             raise AssertionError("not called")
 
