@@ -27,8 +27,9 @@ def _corpus(conn: sqlite3.Connection, best: str, other: str, task_word: str = "i
         add(conn, f"M-fill{i:02d}", f"{COMMON} note {i}")
 
 
-def _candidates(conn: sqlite3.Connection, terms: list[str]) -> dict[str, dict[str, Any]]:
-    found = fetch_candidates(RecallIndex(), conn, terms, project=None, agent=None,
+def _candidates(conn: sqlite3.Connection, terms: list[str],
+                index: RecallIndex | None = None) -> dict[str, dict[str, Any]]:
+    found = fetch_candidates(index or RecallIndex(), conn, terms, project=None, agent=None,
                              now_iso=NOW, limit=50)
     return {c["id"]: c for c in found}
 
@@ -98,12 +99,14 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
     conn.execute("DELETE FROM memory_records")
     for i, words in enumerate(bodies):
         add(conn, f"M-{i:02d}", " ".join(words))
-    found = list(_candidates(conn, terms).values())
+    # The index that found the candidates holds the dfs of the task's terms, which spare
+    # their counts; the second object reads what the first had the index remember.
+    index = RecallIndex()
+    found = list(_candidates(conn, terms, index).values())
     if len(found) < 2:
         return
     # Given the candidates (as retrieval does: a word more of them hold is not counted) or
     # not, the answer is the plain one.
-    index = RecallIndex()  # the second reads what the first had the index remember
     with_pool = SharedRareWords(index, conn, terms, found)
     alone = SharedRareWords(index, conn, terms)
     fresh = SharedRareWords(RecallIndex(), conn, terms)
@@ -125,3 +128,15 @@ def test_the_index_remembers_which_words_are_rare_for_the_same_limit(conn) -> No
     assert index.rarity(RARE[:4], limit + 1) == {}  # another limit: not known
     index.forget()
     assert index.rarity(RARE[:4], limit) == {}
+
+
+def test_a_task_terms_cached_df_is_used_for_its_rarity(conn) -> None:
+    _corpus(conn, " ".join(RARE[:4]), " ".join(RARE[:4]))
+    index = RecallIndex()
+    # Asking for zorblat as a task's term has the index hold its df (2: rare).
+    _candidates(conn, [RARE[0]], index)
+    assert index.known_df(RARE[0], 14) == 2
+    assert index.known_df(RARE[1], 14) is None
+    found = _candidates(conn, ["ingest", "lag"], index)
+    assert SharedRareWords(index, conn, ["ingest", "lag"])(found["M-best"], found["M-other"])
+    assert index.rarity(RARE[:4], rare_limit(14)) == dict.fromkeys(RARE[:4], True)

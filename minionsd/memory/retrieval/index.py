@@ -106,6 +106,19 @@ class RecallIndex:
                 out[word] = entry[0]
         return out
 
+    def known_df(self, word: str, rows: int) -> int | None:
+        """The df :meth:`document_frequencies` holds for `word` as a task's term, when it is
+        still fresh and `word` is its own stem (so it is the df of the stem `word`); else
+        None. Nothing is read."""
+        entry = self._dfs.get(word)
+        if entry is None or self._stems.get(word) != word:
+            return None
+        df, rows_then, expires, _token = entry
+        if df and time.monotonic() <= expires and abs(rows - rows_then) <= 0.05 * max(
+                rows_then, 1):
+            return min(df, rows)
+        return None
+
     def remember_rarity(self, found: dict[str, bool], limit: int) -> None:
         expires = time.monotonic() + DF_CACHE_SECONDS
         with self._lock:

@@ -13,7 +13,8 @@ task's rare naming terms). A record is related when at least ``SHARED_MIN`` rare
 of them a stem of the task's words, are in both. Only words the two records share are looked
 up: a word that more candidates hold than a rare word can be in is not; the others with one
 capped count per batch (a common word costs at most the cap), on the caller's connection.
-The index remembers the answers as long as document frequencies (:mod:`.index`).
+The index remembers the answers as long as document frequencies (:mod:`.index`), and a
+word whose df it holds as a task's term is not counted again.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class SharedRareWords:
         self._task: frozenset[str] | None = None
         self._rare: dict[str, bool] = {}
         self._limit: int | None = None
+        self._rows = 0
 
     def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
         theirs = best.get("words")
@@ -74,23 +76,30 @@ class SharedRareWords:
 
     def _rare_limit(self) -> int:
         if self._limit is None:
-            self._limit = rare_limit(index_stats(self._conn).rows)
+            self._rows = index_stats(self._conn).rows
+            self._limit = rare_limit(self._rows)
         return self._limit
 
     def _sift(self, words: list[str]) -> None:
-        """What the index remembers of `words`; then the words more candidates hold than a
-        rare word can be in are not rare, with no count."""
+        """What the index remembers of `words` (as rare words, or as task terms with a df);
+        then the words more candidates hold than a rare word can be in are not rare. None of
+        this counts anything."""
         limit = self._rare_limit()
         rare = self._rare
         unknown = [word for word in words if word not in rare]
         if not unknown:
             return
-        rare.update(self._index.rarity(unknown, limit))
-        if len(self._candidates) <= limit:
-            return
-        common = {}
+        index = self._index
+        rare.update(index.rarity(unknown, limit))
+        settled: dict[str, bool] = {}
         for word in unknown:
             if word in rare:
+                continue
+            df = index.known_df(word, self._rows)
+            if df is not None:  # the df of a task's term, cached
+                settled[word] = 0 < df <= limit
+                continue
+            if len(self._candidates) <= limit:
                 continue
             held = 0
             for candidate in self._candidates:
@@ -98,10 +107,10 @@ class SharedRareWords:
                 if isinstance(words_of, Mapping) and word in words_of:
                     held += 1
                     if held > limit:
-                        common[word] = False
+                        settled[word] = False
                         break
-        rare.update(common)
-        self._index.remember_rarity(common, limit)
+        rare.update(settled)
+        index.remember_rarity(settled, limit)
 
     def _count(self, words: list[str]) -> None:
         if not words:
