@@ -12,6 +12,7 @@ from minionsd.memory.retrieval.candidates import fetch_candidates, rare_limit
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.related import SHARED_MIN, SharedRareWords
 from minionsd.storage import fts
+from minionsd.text.ftsquery import STOP_WORDS
 from tests.unit.test_candidates import NOW, add
 
 # Made-up words that are their own FTS5 stems, so a capped count can find them.
@@ -75,18 +76,19 @@ def test_a_record_without_words_is_not_related(conn) -> None:
 
 def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, Any],
                terms: list[str]) -> bool:
-    """Plainly: the stems both hold, minus the task's, that at most rare_limit rows hold
-    (fts5vocab's exact count) and that are their own stems."""
+    """Plainly: the stems both hold, minus the task's and the stop words', that at most
+    rare_limit rows hold (fts5vocab's exact count) and that are their own stems."""
     rows = conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
     dfs = dict(conn.execute("SELECT term, doc FROM memory_vocab"))
-    task = {s for s in fts.stems(conn, terms).values() if s}
+    task = {s for s in fts.stems(conn, [*terms, *STOP_WORDS]).values() if s}
     shared = (set(best["words"]) & set(other["words"])) - task
     own = fts.stems(conn, list(shared))
     rare = [w for w in shared if own.get(w) == w and 0 < dfs.get(w, 0) <= rare_limit(rows)]
     return len(rare) >= SHARED_MIN
 
 
-WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue"]
+WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue", "the",
+         "this", "was"]
 
 
 @settings(max_examples=40, deadline=None,
@@ -140,3 +142,10 @@ def test_a_task_terms_cached_df_is_used_for_its_rarity(conn) -> None:
     found = _candidates(conn, ["ingest", "lag"], index)
     assert SharedRareWords(index, conn, ["ingest", "lag"])(found["M-best"], found["M-other"])
     assert index.rarity(RARE[:4], rare_limit(14)) == dict.fromkeys(RARE[:4], True)
+
+
+def test_stop_words_do_not_count_however_rare(conn) -> None:
+    # In a small memory "this", "was", "they" and "only" are in two records: rare, but
+    # they say nothing of a topic.
+    _corpus(conn, f"{RARE[0]} this was they only", f"{RARE[0]} this was they only")
+    assert not _related(conn, ["ingest", "lag"])

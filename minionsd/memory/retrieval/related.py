@@ -10,9 +10,10 @@ is about.
 
 A word is rare when at most :func:`~.candidates.rare_limit` records hold it (the rule for the
 task's rare naming terms). A record is related when at least ``SHARED_MIN`` rare words, none
-of them a stem of the task's words, are in both. Only words the two records share are looked
-up: a word that more candidates hold than a rare word can be in is not; the others with one
-capped count per batch (a common word costs at most the cap), on the caller's connection.
+of them a stem of the task's words or of a stop word, are in both. Only words the two
+records share are looked up: a word that more candidates hold than a rare word can be in is
+not rare; the others get one capped count per batch (a common word costs at most the cap), on
+the caller's connection.
 The index remembers the answers as long as document frequencies (:mod:`.index`), and a
 word whose df it holds as a task's term is not counted again.
 """
@@ -27,6 +28,7 @@ from minionsd.memory.retrieval.candidates import rare_limit
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts
 from minionsd.storage.fts import index_stats
+from minionsd.text.ftsquery import STOP_WORDS
 
 # Chosen on the blind set, reported on the first set and LoCoMo (docs/retrieval.md).
 SHARED_MIN = 4
@@ -60,8 +62,9 @@ class SharedRareWords:
         if len(mine) < len(theirs):
             theirs, mine = mine, theirs
         if self._task is None:
-            self._task = frozenset(
-                stem for stem in self._index.stems(self._conn, self._terms).values() if stem)
+            # The task's own words, and stop words (which say nothing of a topic).
+            stems = self._index.stems(self._conn, [*self._terms, *STOP_WORDS])
+            self._task = frozenset(stem for stem in stems.values() if stem)
         task = self._task
         shared = [word for word in theirs if word in mine and word not in task]
         if len(shared) < SHARED_MIN:
