@@ -152,12 +152,18 @@ class BenchDaemon(DaemonProcess):
 
     def cpu_seconds(self) -> float:
         """The daemon's user+system CPU time so far (all threads): robust on a noisy box."""
+        user, system = self.cpu_split()
+        return user + system
+
+    def cpu_split(self) -> tuple[float, float]:
+        """The daemon's (user, system) CPU time so far, all threads."""
         try:
             with open(f"/proc/{self.pid}/stat") as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            tick = os.sysconf("SC_CLK_TCK")
+            return int(fields[11]) / tick, int(fields[12]) / tick
         except (OSError, IndexError, ValueError):
-            return float("nan")
+            return float("nan"), float("nan")
 
     def memory(self) -> dict[str, str]:
         status = proc_status(self.pid)

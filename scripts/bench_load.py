@@ -18,6 +18,7 @@ import json
 import multiprocessing
 import os
 import random
+import resource
 import shutil
 import signal
 import subprocess
@@ -99,6 +100,7 @@ def run_load(socket_path: str, clients: int, calls_total: int, procs: int,
     spread = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
     workers = [ctx.Process(target=_worker, args=(socket_path, n, per_client, seed, queue, mix))
                for n in spread if n]
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -111,7 +113,11 @@ def run_load(socket_path: str, clients: int, calls_total: int, procs: int,
     elapsed = time.perf_counter() - began
     for worker in workers:
         worker.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the joined client processes
+    clients_cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     figures: dict[str, Any] = {"calls": len(samples), "seconds": elapsed,
+                               "clients_cpu_s": clients_cpu,
+                               "clients_cpu_ms_per_call": clients_cpu / len(samples) * 1000,
                                "calls_per_s": len(samples) / elapsed, "methods": {},
                                "inbox_pending_max": max(backlog, default=0),
                                "inbox_pending_p50": pct(backlog, 50) if backlog else 0}
@@ -135,8 +141,11 @@ def print_load(figures: dict[str, Any], clients: int) -> None:
     say(f"   inbox notes pending as status saw them: p50 {figures['inbox_pending_p50']}, "
         f"max {figures['inbox_pending_max']}")
     if "daemon_cpu_ms_per_call" in figures:
-        say(f"   daemon CPU {figures['daemon_cpu_s']:.1f} s = "
-            f"{figures['daemon_cpu_ms_per_call']:.2f} ms per call")
+        say(f"   daemon CPU {figures['daemon_cpu_s']:.1f} s (system "
+            f"{figures.get('daemon_system_cpu_s', float('nan')):.1f} s) = "
+            f"{figures['daemon_cpu_ms_per_call']:.2f} ms per call; the clients' CPU "
+            f"{figures['clients_cpu_s']:.1f} s = {figures['clients_cpu_ms_per_call']:.2f} ms "
+            "per call")
 
 
 def run_load_section(bench: Bench, records: int, clients: int, calls: int,
@@ -163,13 +172,17 @@ def measured_load(daemon: Any, clients: int, calls: int, procs: int, seed: int,
         spy = subprocess.Popen(
             [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(daemon.pid),
              "--format", "raw" if profile.endswith(".txt") else "speedscope",
-             "--output", profile, "--rate", "100", "--threads", "--idle", "--nonblocking"]
+             "--output", profile, "--rate", "100", "--threads", "--nonblocking"]
+            + ([] if os.environ.get("BENCH_LOAD_BUSY") else ["--idle"])
             + (["--gil"] if os.environ.get("BENCH_LOAD_GIL") else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
-    cpu_before = daemon.cpu_seconds()
+    user_before, system_before = daemon.cpu_split()
     figures = run_load(str(daemon.socket), clients, calls, procs, seed, mix)
-    cpu = daemon.cpu_seconds() - cpu_before
+    user, system = daemon.cpu_split()
+    system -= system_before
+    cpu = user - user_before + system
+    figures["daemon_system_cpu_s"] = system
     if spy is not None:
         spy.send_signal(signal.SIGINT)
         spy.wait(60)

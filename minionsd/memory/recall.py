@@ -26,13 +26,14 @@ from minionsd.memory.episodes import build_episode
 from minionsd.memory.identity import has_notebook
 from minionsd.memory.retrieval import candidates as candidates_mod
 from minionsd.memory.retrieval import pack as pack_mod
-from minionsd.memory.retrieval import query as query_mod
 from minionsd.memory.retrieval import rank as rank_mod
 from minionsd.memory.retrieval import related as related_mod
 from minionsd.memory.retrieval.index import RecallIndex
+from minionsd.memory.retrieval.memos import TaskQuery
 from minionsd.storage import read_txn, records, telemetry
 from minionsd.text.fence import fence
 from minionsd.text.task import check_optional_name, check_task
+from minionsd.text.wire_json import Encoded
 from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
@@ -41,10 +42,13 @@ log = structlog.get_logger()
 def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | None,
                     agent: str | None, now: datetime) -> tuple[list[str], dict[str, Any] | None]:
     """A task's terms, and (when it has any) its pack with the fenced text and its size."""
-    terms = query_mod.task_terms(task)
+    if app.recall_index is None:  # an App made without one (tests, tools)
+        app.recall_index = RecallIndex()
+    parts = app.recall_index.memos.task_query(task)
+    terms = list(parts.terms)
     if not terms:
         return terms, None
-    found = _pack(app, conn, task, terms, project, agent, now)
+    found = _pack(app, conn, task, terms, project, agent, now, parts)
     if found["selected"]:
         found["bytes"] = prompt.utf8_len(found["pack"])
         found["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
@@ -53,22 +57,24 @@ def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | No
 
 
 def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: str | None,
-          agent: str | None, now: datetime) -> dict[str, Any]:
-    """The read-only part of a retrieval, run on a reader connection."""
+          agent: str | None, now: datetime, parts: TaskQuery | None = None) -> dict[str, Any]:
+    """The read-only part of a retrieval, run on a reader connection. `parts`: the task's
+    query, when the caller has it."""
     cfg = app.config
     if app.recall_index is None:  # an App made without one (tests, tools)
         app.recall_index = RecallIndex()
+    if parts is None:
+        parts = TaskQuery.of(task, terms)
     index = app.recall_index
     # One read snapshot: the cutoff's relatedness (.related) reads while packing.
     with read_txn.snapshot(conn):
         found = candidates_mod.fetch_candidates(
             index, conn, terms, project=project, agent=agent, now_iso=iso(now),
-            limit=cfg["engine.memory_retrieval_candidate_limit"],
-            naming=query_mod.naming_terms(task))
+            limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming)
         memos = index.memos
-        ranked = rank_mod.rank_lazily(found, task_files=query_mod.task_files(task),
+        ranked = rank_mod.rank_lazily(found, task_files=list(parts.files),
                                       project=project, agent=agent, now=now, memos=memos,
-                                      cues=query_mod.cues(task))
+                                      cues=parts.cues)
         text, chosen = pack_mod.pack(
             ranked, distinct=True, top_k=cfg["engine.memory_retrieval_top_k"],
             max_bytes=cfg["engine.memory_retrieval_max_bytes"],
@@ -141,18 +147,14 @@ def _log_telemetry_failure(done: Future[Any], count: int) -> None:
                   error=f"{type(error).__name__}: {error}")
 
 
-async def retrieve(app: App, task: dict[str, Any], project: str | None,
-                   agent: str | None, queue: TelemetryQueue, *,
-                   wait_for_telemetry: bool = True) -> dict[str, Any]:
-    """One retrieval and its telemetry row.
-
-    With `wait_for_telemetry` the row is committed before this returns and a failure to store
-    it is reported as ``telemetry_error`` (prompt assembly then falls back to the legacy
-    pair); without, the row is queued (see TelemetryQueue) and a failure is only logged.
-    """
-    started = time.perf_counter()
+def _outcome(app: App, conn: Any, task: dict[str, Any], project: str | None,
+             agent: str | None, now: datetime, started: float,
+             failure: BaseException | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One retrieval's result and its telemetry row. With retrieval on, this runs on a reader
+    thread with its connection `conn`: the task's terms, the ranking, the fence, the result
+    all made there, so the event loop that serves every client only hands the answer on.
+    `failure`: the read could not run at all (the result says error, as for any failure)."""
     cfg = app.config
-    now = app.now()
     enabled = bool(cfg["features.memory_retrieval"])
     shadow = bool(cfg["engine.memory_retrieval_shadow_mode"])
     result: dict[str, Any] = {"mode": "off", "terms": [], "candidates": 0, "selected": [],
@@ -163,10 +165,9 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
         result["mode"] = "shadow" if shadow else "active"
         result["fallback_reason"] = None
         try:
-            # On a reader thread, terms and fence included: the event loop serves every
-            # client, and a task's text can be long.
-            terms, found = await app.db.read(
-                lambda conn: _terms_and_pack(app, conn, task, project, agent, now))
+            if failure is not None:
+                raise failure
+            terms, found = _terms_and_pack(app, conn, task, project, agent, now)
             result["terms"] = terms
             if found is None:
                 result["fallback_reason"] = "no_terms"
@@ -190,6 +191,38 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
            "selected_ids": [s["id"] for s in result["selected"]], "bytes": result["bytes"],
            "duration_ms": result["duration_ms"], "shadow": shadow and enabled,
            "fallback_reason": result["fallback_reason"], "error": error}
+    return result, row
+
+
+async def _retrieved(app: App, task: dict[str, Any], project: str | None, agent: str | None,
+                     finish: Any = None) -> tuple[Any, dict[str, Any]]:
+    """(result, telemetry row) of one retrieval; `finish(result)`, when given, runs where the
+    result was made (on the reader thread) and its value is returned in the result's place."""
+    started = time.perf_counter()
+    now = app.now()
+
+    def done(conn: Any, failure: BaseException | None = None) -> tuple[Any, dict[str, Any]]:
+        result, row = _outcome(app, conn, task, project, agent, now, started, failure)
+        return (result if finish is None else finish(result)), row
+
+    if not app.config["features.memory_retrieval"]:
+        return done(None)
+    try:
+        return await app.db.read(done)
+    except Exception as exc:  # the read could not run (the reader pool closed)
+        return done(None, exc)
+
+
+async def retrieve(app: App, task: dict[str, Any], project: str | None,
+                   agent: str | None, queue: TelemetryQueue, *,
+                   wait_for_telemetry: bool = True) -> dict[str, Any]:
+    """One retrieval and its telemetry row.
+
+    With `wait_for_telemetry` the row is committed before this returns and a failure to store
+    it is reported as ``telemetry_error`` (prompt assembly then falls back to the legacy
+    pair); without, the row is queued (see TelemetryQueue) and a failure is only logged.
+    """
+    result, row = await _retrieved(app, task, project, agent)
     if not wait_for_telemetry:
         queue.add(row)
         return result
@@ -198,6 +231,15 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
     except Exception as exc:
         log.exception("retrieval.telemetry_failed", task=task["id"])
         result["telemetry_error"] = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+async def retrieve_encoded(app: App, task: dict[str, Any], project: str | None,
+                           agent: str | None, queue: TelemetryQueue) -> Encoded:
+    """memory.retrieve's answer: :func:`retrieve` without waiting for the telemetry row, its
+    result encoded for the wire on the reader thread that made it."""
+    result, row = await _retrieved(app, task, project, agent, Encoded)
+    queue.add(row)
     return result
 
 
@@ -267,9 +309,8 @@ class RecallSurface(Surface):
             clean = check_task(task)
             # The row is queued, not awaited: the caller does not depend on it, and
             # telemetry.retrievals waits for queued writes before it reads.
-            return await retrieve(app, clean, check_optional_name(project, "project"),
-                                  check_optional_name(agent, "agent"), self.telemetry,
-                                  wait_for_telemetry=False)
+            return await retrieve_encoded(app, clean, check_optional_name(project, "project"),
+                                          check_optional_name(agent, "agent"), self.telemetry)
 
         async def prompt_assemble(task: Any, project: Any = None,
                                   agent: Any = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from minionsd.storage import record_fields, records
 from minionsd.storage.database import PREPARING_THREADS
 from minionsd.text.redact import redact
 from minionsd.text.redact_prefix import redact_prefix
+from minionsd.text.wire_json import Encoded
 
 _ADD_OPTIONAL = frozenset({"title", "author", "project", "agent", "task", "pr", "paths", "tags",
                            "importance", "confidence", "expires_at", "created_at", "meta"})
@@ -87,6 +88,15 @@ def _prepare_calls(scratch: Any, calls: list[tuple[tuple[Any, ...], dict[str, An
     return _Batch(out, ids, rows)
 
 
+def _search_wire(conn: Any, params: dict[str, Any], now: datetime) -> Encoded:
+    """memory.search's answer, encoded for the wire on the reader thread that found it."""
+    return Encoded(records.search(conn, params, now))
+
+
+def _fetch_wire(conn: Any, record_id: Any, now: datetime) -> Encoded:
+    return Encoded(records.fetch(conn, record_id, now))
+
+
 def _require_str(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidParams(f"'{name}' must be a non-empty string", param=name)
@@ -123,9 +133,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
     async def memory_add(body: Any, type: Any, scope: Any, trust: Any, source: Any,
                          **optional: Any) -> dict[str, Any]:
         fields = _new_fields(body, type, scope, trust, source, **optional)
-        # Off the event loop: a megabyte body takes about a second to redact.
-        prepared = await app.db.prepare(_prepare_new, fields)
-        return {"id": await app.db.write_grouped(records.insert, prepared, app.now())}
+        # Off the event loop: a megabyte body takes about a second to redact. The preparing
+        # thread queues the write itself: the loop hears back once, when it is committed.
+        return {"id": await app.db.write_prepared(_prepare_new, (fields,), records.insert,
+                                                  app.now())}
 
     async def memory_add_many(calls: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> list[Any]:
         """A batch's run of memory.add: checked and prepared together off the event loop, then
@@ -153,9 +164,9 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     memory_add.bulk = memory_add_many  # type: ignore[attr-defined]  # see Dispatcher.bulk
 
-    async def memory_get(id: Any) -> dict[str, Any]:
+    async def memory_get(id: Any) -> Encoded:
         try:
-            return await app.db.read(records.fetch, id, app.now())
+            return await app.db.read(_fetch_wire, id, app.now())
         except NotFound:
             purged = await app.db.read(purge.explain_missing, id)
             if purged is None:
@@ -164,10 +175,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_search(query: Any, type: Any = None, scope: Any = None,
                             status: Any = None, project: Any = None, agent: Any = None,
-                            limit: Any = 20) -> dict[str, Any]:
+                            limit: Any = 20) -> Encoded:
         params = {"query": query, "type": type, "scope": scope, "status": status,
                   "project": project, "agent": agent, "limit": limit}
-        return await app.db.read(records.search, params, app.now())
+        return await app.db.read(_search_wire, params, app.now())
 
     async def memory_pin(id: Any) -> dict[str, Any]:
         return await app.db.write(records.pin, _require_str(id, "id"), app.now())

@@ -21,6 +21,8 @@ from typing import Any
 import structlog
 
 from minionsd.errors import MinionsError
+from minionsd.text.wire_json import Encoded
+from minionsd.text.wire_json import encode as _encode
 
 log = structlog.get_logger()
 
@@ -39,15 +41,6 @@ BulkHandler = Callable[[list[tuple[tuple[Any, ...], dict[str, Any]]]],
                        Awaitable[list[Any]]]
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _encode(message: Any) -> bytes:
-    """Compact JSON without the newline. A lone surrogate in a string cannot be UTF-8, so such
-    a message is sent with ASCII escapes instead (still valid JSON)."""
-    try:
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode("ascii")
 
 
 def dumps(message: Any) -> bytes:
@@ -170,9 +163,34 @@ def _method(message: Any) -> Any:
     return message.get("method") if isinstance(message, dict) else None
 
 
+_SUCCESS_KEYS = ("jsonrpc", "id", "result")
+
+
+def _spliced(reply: dict[str, Any], result: Encoded) -> bytes | None:
+    """A success reply whose result was encoded ahead: its envelope encoded here around the
+    result's bytes, the same bytes as encoding the whole reply at once; None when it cannot be
+    done that way (the result or the id is not plain UTF-8 JSON: the whole reply is then
+    encoded from the result's value)."""
+    if result.utf8 is None or tuple(reply) != _SUCCESS_KEYS:
+        return None
+    try:
+        head = json.dumps({"jsonrpc": reply["jsonrpc"], "id": reply["id"]},
+                          ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return None
+    return head[:-1] + b',"result":' + result.utf8 + b"}"
+
+
 def encode_reply(reply: dict[str, Any], method: Any = None) -> bytes:
     """One reply as JSON (no newline). A result or error that cannot be serialised becomes
-    a -32603 reply with the same id, and the failure is logged: the client always hears back."""
+    a -32603 reply with the same id, and the failure is logged: the client always hears back.
+    A result encoded ahead (an Encoded, from the thread that produced it) is spliced in."""
+    result = reply.get("result")
+    if type(result) is Encoded:
+        spliced = _spliced(reply, result)
+        if spliced is not None:
+            return spliced
+        reply = reply | {"result": result.value}
     try:
         return _encode(reply)
     except (TypeError, ValueError, RecursionError) as exc:

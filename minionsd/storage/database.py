@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -225,6 +225,25 @@ class Database:
         after a rollback): it shares its transaction and disk sync with the other grouped
         writes queued meanwhile (storage/group_commit.py), and fails or succeeds on its own."""
         future, = self._group.submit([GroupedWrite(fn, [args])])
+        return await asyncio.wrap_future(future)
+
+    async def write_prepared(self, prepare: Callable[..., Any], prepare_args: tuple[Any, ...],
+                             fn: Callable[..., T], *args: Any) -> T:
+        """:meth:`write_grouped` of fn(conn, prepare(scratch, *prepare_args), *args): the
+        preparing thread (see :meth:`prepare`) queues the write itself as soon as it is
+        prepared, so the event loop hears back once, when the write is committed, instead of
+        once after preparing and again after writing. What prepare raises is raised here."""
+        future: Future[T] = Future()
+
+        def prepare_then_queue() -> None:
+            try:
+                prepared = self._prepare(prepare, *prepare_args)
+                self._group.submit([GroupedWrite(fn, [(prepared, *args)], future=future)])
+            except BaseException as exc:  # the caller's to see, as if prepared on its own
+                with contextlib.suppress(InvalidStateError):  # the caller gave up
+                    future.set_exception(exc)
+
+        self._prep.submit(prepare_then_queue)
         return await asyncio.wrap_future(future)
 
     async def write_each(self, fn: Callable[..., T],

@@ -318,14 +318,16 @@ def capped_counts(conn: sqlite3.Connection, terms: Sequence[str], cap: int | Non
 
 
 def hit_lists(conn: sqlite3.Connection, groups: Sequence[tuple[str, int]],
-              limit: int) -> dict[tuple[str, int], array[int]]:
-    """Rowids matching each (term, after rowid), at most `limit` each, in one statement (one
-    comma-separated text per term: far fewer Python steps than a result row per hit)."""
+              limit: int | Sequence[int]) -> dict[tuple[str, int], array[int]]:
+    """Rowids matching each (term, after rowid), the first `limit` of each in rowid order
+    (one limit for all groups, or one per group), in one statement (one comma-separated text
+    per term: far fewer Python steps than a result row per hit)."""
     sub = ("(SELECT group_concat(rowid) FROM (SELECT rowid FROM memory_fts "
-           "WHERE memory_fts MATCH ? AND rowid > ? LIMIT ?))")
+           "WHERE memory_fts MATCH ? AND rowid > ? ORDER BY rowid LIMIT ?))")
+    limits = [limit] * len(groups) if isinstance(limit, int) else list(limit)
     binds: list[Any] = []
-    for term, min_rowid in groups:
-        binds += [ftsquery.quote_term(term), min_rowid, limit]
+    for (term, min_rowid), most in zip(groups, limits, strict=True):
+        binds += [ftsquery.quote_term(term), min_rowid, most]
     lists = plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(groups)),
                                        binds).fetchone()
     return {group: array("q", map(int, text.split(",")) if text else ())

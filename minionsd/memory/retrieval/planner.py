@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -101,6 +103,45 @@ def plan_query(terms: Sequence[str], df: dict[str, int], stats: IndexStats) -> P
     return Plan(tuple(rare), tuple(wide), min_rowid, tuple(present))
 
 
+def hit_lists(conn: sqlite3.Connection, index: RecallIndex, token: int,
+              groups: Sequence[tuple[str, int]]) -> dict[tuple[str, int], array[int]]:
+    """fts.hit_lists(conn, groups, ROW_BUDGET) (each group's first ROW_BUDGET hits above its
+    rowid, ascending), built on the lists the view keeps where it can.
+
+    A kept list of a term holds every hit above its own rowid up to a known one: its last hit
+    when it is full (it was cut there), else the largest seq when it was read (no row above
+    existed then), or all of them when read in this very snapshot and not full. A group takes
+    the kept hits above its own rowid and, if that is short of ROW_BUDGET and the list does not
+    hold them all, reads only the hits above the known rowid."""
+    budget = ROW_BUDGET
+    kept = index.view.hit_entries(groups, token)
+    out: dict[tuple[str, int], array[int]] = {}
+    more: list[tuple[tuple[str, int], array[int], int]] = []  # (group, kept part, above)
+    missing: list[tuple[str, int]] = []
+    for group in groups:
+        after = group[1]
+        entry = kept.get(group)
+        if entry is None:
+            missing.append(group)
+            continue
+        part = entry.hits[bisect_right(entry.hits, after):]
+        full = len(entry.hits) >= budget
+        if len(part) >= budget or (entry.current and not full):
+            out[group] = part
+            continue
+        known = entry.hits[-1] if full else entry.largest
+        more.append((group, part, max(known, after)))
+    if more:
+        read = fts.hit_lists(conn, [(group[0], above) for group, _part, above in more],
+                             [budget - len(part) for _group, part, _above in more])
+        for group, part, above in more:
+            out[group] = part + read[(group[0], above)]
+    if missing:
+        out |= fts.hit_lists(conn, missing, budget)
+    index.view.remember_hits(out, token)
+    return out
+
+
 def pool(conn: sqlite3.Connection, index: RecallIndex, token: int, plan: Plan,
          idf: dict[str, float], size: int, scopes: list[str], now_iso: str) -> list[int]:
     """The seqs of the `size` recallable rows the selecting terms point at most strongly.
@@ -112,11 +153,7 @@ def pool(conn: sqlite3.Connection, index: RecallIndex, token: int, plan: Plan,
     """
     view = index.view
     groups = [(t, 0) for t in plan.rare] + [(t, plan.wide_min_rowid) for t in plan.wide]
-    hits, missing = view.cached("hits", groups)
-    if missing:
-        fetched = fts.hit_lists(conn, missing, ROW_BUDGET)
-        view.remember("hits", fetched, token, lambda hits: 64 + hits.itemsize * len(hits))
-        hits |= fetched
+    hits = hit_lists(conn, index, token, groups)
     weights: dict[int, float] = {}
     for group in groups:
         # Dictionary and set operations, not a Python step per hit: most hits are new rows.

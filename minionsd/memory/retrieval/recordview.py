@@ -8,8 +8,11 @@ of those is a row lookup in a table of multi-kilobyte rows. This module keeps in
   about 5 bytes a record), plus ``expires_at`` for the few records that have one;
 * bounded LRU caches, by seq, of values derived from recently recalled rows (parsed term
   counts, decoded records), filled by the caller;
-* a bounded LRU cache of FTS5 hit lists by search term, dropped whole at any change (a new or
-  changed record may add a hit to any term).
+* a bounded LRU cache of FTS5 hit lists by search term. A new record may add a hit to any
+  term, and a changed one may add or take one away: a list read before changes that only added
+  records (each with a seq above every seq before it) still holds every hit up to the largest
+  seq it saw, and the caller reads only the hits above (planner.hit_lists); after any other
+  change it is read again whole.
 
 Both follow the table through ``record_changes`` (migration 0006), which triggers append to on
 every insert, update and delete, whoever writes. :meth:`RecordView.sync` reads the changes
@@ -26,22 +29,37 @@ from __future__ import annotations
 import sqlite3
 import threading
 from array import array
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from minionsd.memory.retrieval.eligibility import eligible, unexpired
 from minionsd.storage import recall
 
 MAX_CACHED = 2000  # entries per cache kind (a row or a term-count text: a few KB each)
-# Kinds with other bounds: a hit list is up to ROW_BUDGET rowids (6.4 KB).
-MAX_CACHED_BY_KIND = MappingProxyType({"hits": 1000})
+# Kinds with other bounds (none today).
+MAX_CACHED_BY_KIND: MappingProxyType[str, int] = MappingProxyType({})
+MAX_HITS = 1000  # terms whose hit lists are kept (planner.ROW_BUDGET rowids at most each)
+HITS_PER_TERM = 4  # lists of one term from different rowids (tasks' windows differ)
+MAX_HITS_BYTES = 1000 * (64 + 8 * 800)  # as much as 1,000 full lists
 # And at most this many bytes per kind, by the sizes the caller gives: a few huge notes must not
 # make the cache hold gigabytes.
 MAX_CACHED_BYTES = 16 << 20
-# Kinds whose entries are not per record: any change to any record drops the whole cache.
-WHOLE_KINDS = frozenset({"hits"})
+# Syncs remembered (the change ids each applied, and whether they only added records): a hit
+# list read before the oldest of them is read again whole.
+MAX_TILES = 256
+
+
+class HitEntry(NamedTuple):
+    """A term's hit list as read: ascending rowids above `after`, at most the limit it was read
+    with; `largest`: the largest seq the view held then (no row above it existed); `current`:
+    read in the caller's snapshot (else before changes that only added records)."""
+
+    hits: array
+    after: int
+    largest: int
+    current: bool
 # More changes than this since the last look (a bulk import): reload the table in one streamed
 # pass instead, which also drops every cached value.
 RELOAD_AFTER_CHANGES = 5000
@@ -96,6 +114,11 @@ class RecordView:
         self._expires: dict[int, str] = {}
         self._max_cached = max_cached
         self._caches: dict[str, _Lru] = {}
+        self._max_seq = 0  # the largest seq any applied change or load has shown
+        # (after, upto, only added records) of each recent sync that applied changes, in order.
+        self._tiles: deque[tuple[int, int, bool]] = deque(maxlen=MAX_TILES)
+        # term -> its latest (hit list, after, token it was read at, largest seq), newest first
+        self._hits = _Lru()
 
     # --- following the table ---------------------------------------------------------------
 
@@ -123,17 +146,22 @@ class RecordView:
         self._expires.clear()
         for cache in self._caches.values():
             cache.clear()
+        self._hits.clear()
+        self._tiles.clear()
+        self._max_seq = 0
         for row in recall.filter_rows(conn):
             self._set(*row)
 
     def _apply_changes(self, conn: sqlite3.Connection, after: int, upto: int) -> None:
         rows = recall.changed_filter_rows(conn, after, upto)
-        for kind in WHOLE_KINDS & self._caches.keys():
-            self._caches[kind].clear()
+        before = self._max_seq
+        only_added = True
         for row in rows:
+            only_added = only_added and row[0] > before
             self._set(*row)
             for cache in self._caches.values():
                 cache.pop(row[0])
+        self._tiles.append((after, upto, only_added))
 
     def _set(self, seq: int, scope: str | None, status: str | None, kind: str | None,
              trust: str | None, expires_at: str | None) -> None:
@@ -142,6 +170,8 @@ class RecordView:
         else:
             scope_id = self._scope_ids.setdefault(scope or "", len(self._scope_ids))
             flag = int(eligible(status, kind, trust))
+        if seq > self._max_seq:
+            self._max_seq = seq
         if seq >= DENSE_LIMIT or seq < 0:
             self._sparse[seq] = (scope_id, flag)
         else:
@@ -203,8 +233,7 @@ class RecordView:
     # --- caches of derived values ----------------------------------------------------------
 
     def cached(self, kind: str, keys: Iterable[Any]) -> tuple[dict[Any, Any], list[Any]]:
-        """(values found, keys missing) in the `kind` cache (keys are seqs, except for the
-        kinds in WHOLE_KINDS)."""
+        """(values found, keys missing) in the `kind` cache (keys are seqs)."""
         found: dict[Any, Any] = {}
         missing: list[Any] = []
         with self._lock:
@@ -235,8 +264,73 @@ class RecordView:
             limit = min(self._max_cached, MAX_CACHED_BY_KIND.get(kind, self._max_cached))
             cache.trim(limit, MAX_CACHED_BYTES)
 
+    # --- hit lists --------------------------------------------------------------------------
+
+    def hit_entries(self, groups: Iterable[tuple[str, int]],
+                    token: int) -> dict[tuple[str, int], HitEntry]:
+        """For each (term, rowid) group, the kept hit list of the term a reader whose sync
+        returned `token` may build on: read from no higher a rowid, and in its snapshot or
+        before changes that only added records (then every hit up to the entry's `largest` is
+        in the list, unless the list is full). A term keeps its latest HITS_PER_TERM lists
+        (tasks search a term from different rowids, and a window moves up as records are
+        added)."""
+        out: dict[tuple[str, int], HitEntry] = {}
+        verdicts: dict[int, bool] = {}
+        with self._lock:
+            for group in groups:
+                term, after = group
+                kept = self._hits.get(term)
+                if kept is None:
+                    continue
+                usable = [entry for entry in kept if entry[1] <= after]
+                if not usable:
+                    continue
+                hits, entry_after, read_at, largest = max(usable, key=lambda e: e[1])
+                if read_at == token:
+                    out[group] = HitEntry(hits, entry_after, largest, True)
+                    continue
+                added = verdicts.get(read_at)
+                if added is None:
+                    added = verdicts[read_at] = self._only_added(read_at, token)
+                if added:
+                    out[group] = HitEntry(hits, entry_after, largest, False)
+        return out
+
+    def _only_added(self, since: int, upto: int) -> bool:
+        """True when the syncs remembered cover the change ids after `since` up to `upto`
+        exactly, and each of them only added records (under the lock)."""
+        at = since
+        if at >= upto:
+            return False
+        for after, end, only_added in self._tiles:
+            if end <= at:
+                continue
+            if after != at or not only_added or end > upto:
+                return False
+            at = end
+            if at == upto:
+                return True
+        return False
+
+    def remember_hits(self, lists: dict[tuple[str, int], array], token: int) -> None:
+        """Keep hit lists by (term, the rowid they are above), read at `token`, unless a
+        change has been applied since."""
+        if not lists:
+            return
+        with self._lock:
+            if self._applied != token:
+                return
+            for (term, after), hits in lists.items():
+                older = [entry for entry in self._hits.get(term) or () if entry[1] != after]
+                kept = ((hits, after, token, self._max_seq), *older[:HITS_PER_TERM - 1])
+                self._hits.put(term, kept, sum(64 + entry[0].itemsize * len(entry[0])
+                                               for entry in kept))
+            self._hits.trim(MAX_HITS, MAX_HITS_BYTES)
+
     def clear(self) -> None:
         with self._lock:
             self._applied = None
             for cache in self._caches.values():
                 cache.clear()
+            self._hits.clear()
+            self._tiles.clear()
