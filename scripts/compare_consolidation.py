@@ -39,7 +39,7 @@ def main() -> None:
                                                 args.notes)
                 runs[tag].append(figures)
                 say(f"   round {round_no + 1} {tag}: "
-                    + ", ".join(f"{k} {v:.1f}" for k, v in figures.items())
+                    + ", ".join(f"{k} {v:.2f}" for k, v in figures.items())
                     + f" (load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)")
     finally:
         bench.close()
@@ -48,7 +48,7 @@ def main() -> None:
     for key in runs["old"][0]:
         old = statistics.median(r[key] for r in runs["old"])
         new = statistics.median(r[key] for r in runs["new"])
-        say(f"   {key:42} {old:10.1f} {new:10.1f} {new / old:8.2f}")
+        say(f"   {key:42} {old:10.2f} {new:10.2f} {new / old:8.2f}")
 
 
 if __name__ == "__main__":

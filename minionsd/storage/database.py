@@ -282,6 +282,10 @@ class Database:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._prep, self._prepare, fn, *args)
 
+    def prepare_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """prepare() from a non-loop thread (consolidation), waiting for the result."""
+        return self._prep.submit(self._prepare, fn, *args).result()
+
     def _prepare(self, fn: Callable[..., T], *args: Any) -> T:
         scratch = getattr(self._scratch, "conn", None)
         if scratch is None:  # this preparing thread's own, closed with the database

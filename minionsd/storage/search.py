@@ -8,12 +8,19 @@ FTS5's bm25 is a sum over the query's phrases, each phrase adding
 ``idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len / avglen))`` for a record that holds it (f: its
 column-weighted occurrences), which is always below ``idf * (k1 + 1)``; idf is
 ``log((N - n + 0.5) / (n + 0.5))`` for a phrase held by n of the N records, and 1e-6 when that is
-not positive. So a phrase held by many records adds little, and at most a known amount. The
-rare phrases are ranked first, in FTS5 (few records hold them); when the k-th best of those
-partial scores beats everything the other phrases could add, no record that holds only common
-phrases can reach the page, and neither can a record whose partial score is that far below the
-k-th; the few records left are ranked by FTS5 with the whole query, so ranks and ties are
-exactly the plain query's. Otherwise the plain query runs.
+not positive. So a phrase held by many records adds little, and at most a known amount: a
+record that holds none of the rare phrases scores at most the sum of the other phrases' bounds.
+
+* A search of active records ranks, under the whole query, only the records that hold a rare
+  phrase, in the one walk of the matches that also counts the total; when the k-th best of
+  them scores above what a record without a rare phrase can reach, the page is among them.
+* A search with other filters ranks the rare phrases first (partial scores, few records);
+  when the k-th best partial score beats everything the other phrases could add, no record
+  that holds only common phrases can reach the page, and neither can a record whose partial
+  score is that far below the k-th; the few records left are ranked with the whole query.
+
+Either way ranks and ties are exactly the plain query's (FTS5 ranks every record on the page
+with the whole query). Otherwise the plain query runs.
 """
 
 from __future__ import annotations
@@ -32,6 +39,13 @@ from minionsd.storage.read_txn import snapshot
 from minionsd.storage.record_fields import STATUSES, check_choice
 from minionsd.storage.record_filters import field_filters
 from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wire
+from minionsd.storage.search_reads import (
+    best,
+    count_matches,
+    phrase_counts,
+    ranks_and_count,
+    ranks_of,
+)
 from minionsd.text import ftsquery
 
 MAX_SEARCH_LIMIT = 500
@@ -82,7 +96,7 @@ def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
     # of looking every match up in memory_records.
     inactive = _inactive(conn, binds["now"]) if statuses == ["active"] and len(where) == 1 \
         else None
-    ranked = _bounded_page(conn, phrases, binds, condition, limit, inactive)
+    ranked, total = _bounded(conn, phrases, binds, condition, limit, inactive) or (None, None)
     if ranked is None and inactive is not None:
         ranked = _rank_active(conn, binds, limit, inactive)
     # Rank first on the narrow join, then build rows and snippets for the page only: the
@@ -94,8 +108,10 @@ def _search(conn: sqlite3.Connection, params: Mapping[str, Any],
                 WHERE memory_fts MATCH :expr AND memory_fts.rank MATCH 'bm25({WEIGHTS})'
                   AND {condition}
                 ORDER BY memory_fts.rank, r.id LIMIT :limit""", binds)]
-    total = _count_active(conn, binds["expr"], inactive) if inactive is not None \
-        else conn.execute(
+    if total is None and inactive is not None:  # else counted with the page's ranks
+        total = _count_active(conn, binds["expr"], inactive)
+    elif total is None:
+        total = conn.execute(
             f"""SELECT count(*) FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
                 WHERE memory_fts MATCH :expr AND {condition}""", binds).fetchone()[0]
     return {"records": _page_rows(conn, ranked, binds), "total": total}
@@ -135,6 +151,19 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
     """The page as (seq, rank), found from the records that hold the rarest phrases (module
     docstring), or None when it cannot be told that way within the budget. `inactive`: the
     records a search of active records leaves out (None: `condition` decides)."""
+    found = _bounded(conn, phrases, binds, condition, limit, inactive)
+    return None if found is None else found[0]
+
+
+# (the page or None, the total or None)
+Found = tuple[list[tuple[int, float]] | None, int | None]
+
+
+def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[str, Any],
+             condition: str, limit: int, inactive: set[int] | None) -> Found | None:
+    """_bounded_page's page, and the total when it was counted on the way (a search of
+    active records: the walk that ranks the rare phrases' records counts every match too,
+    and its total stands even when the page is not found that way), each None if not."""
     if len(phrases) < 2:
         return None
     # Few matches in all: ranking them is as cheap as anything else.
@@ -155,36 +184,66 @@ def _bounded_page(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mappi
     # The plain query scores at least the largest phrase's records; this way must score
     # far fewer (the rare phrases' records, then those near the page) to be worth it.
     budget = max(holders) // SAVING
+    total = None
     for split in range(1, len(order)):
-        rare_holders = sum(holders[i] for i in order[:split])
-        if rare_holders > budget:
-            return None
+        if sum(holders[i] for i in order[:split]) > budget:
+            break
         rest = math.fsum(bounds[split:])
         if math.fsum(bounds[:split]) <= rest:
             continue  # even a record holding every rare phrase could be overtaken
         rare = [phrases[i] for i in sorted(order[:split])]  # in the query's order
-        page = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
-                               inactive, budget)
-        if page is not None:
-            return page
-    return None
+        found = _page_from_rare(conn, " OR ".join(rare), rest, binds, condition, limit,
+                                inactive, budget)
+        if found is not None and found[0] is not None:
+            return found
+        total = total if found is None else found[1]
+    return None if total is None else (None, total)
 
 
 def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
                     binds: Mapping[str, Any], condition: str, limit: int,
-                    inactive: set[int] | None, most: int) -> list[tuple[int, float]] | None:
-    """The page when the `limit`-th best score over the `rare` phrases alone, among records
-    that pass `condition` (or are not `inactive`), is above `rest` (all the other phrases
-    could add), and at most `most` records come near enough to it to be ranked in full;
-    else None."""
-    if inactive is None:
-        scored = [(row[0], -row[1]) for row in conn.execute(
-            f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
-                FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-                WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
-    else:
-        scored = [(seq, -rank) for seq, rank in bm25_scores(conn, rare, WEIGHTS)
-                  if seq not in inactive]
+                    inactive: set[int] | None, most: int) -> Found | None:
+    """The page (and the total, see _bounded) when the `limit`-th best record holding one of
+    the `rare` phrases scores above `rest` (all the other phrases could add); else None, or
+    no page with the total."""
+    if inactive is not None:
+        return _page_among_rare(conn, rare, rest, binds, limit, inactive)
+    return _page_from_partial(conn, rare, rest, binds, condition, limit, most)
+
+
+def _page_among_rare(conn: sqlite3.Connection, rare: str, rest: float,
+                     binds: Mapping[str, Any], limit: int, inactive: set[int]) -> Found | None:
+    """A search of active records: each active record holding a rare phrase ranked under the
+    whole query, in the walk that counts the total. A record holding none scores at most
+    `rest`; when the `limit`-th best of those ranked scores more, the page is among them
+    (else no page, with the total)."""
+    found = ranks_and_count(conn, binds["expr"], WEIGHTS, rare, sorted(inactive), _LOOKUPS)
+    if found is None:
+        return None
+    ranks, total = found
+    ranked = sorted((rank, seq) for seq, rank in ranks if seq not in inactive)
+    if len(ranked) < limit:
+        return None, total
+    edge = ranked[limit - 1][0]
+    if -edge <= rest + SLACK * (abs(edge) + rest + 1.0):
+        return None, total
+    # Ties at the edge are broken by id, as the plain query does.
+    best = [(rank, seq) for rank, seq in ranked if rank <= edge]
+    ids = dict(fts.rows_by_seq(conn, "seq, id", [seq for _, seq in best]))
+    page = sorted((rank, ids[seq], seq) for rank, seq in best)[:limit]
+    return [(seq, rank) for rank, _, seq in page], total
+
+
+def _page_from_partial(conn: sqlite3.Connection, rare: str, rest: float,
+                       binds: Mapping[str, Any], condition: str, limit: int,
+                       most: int) -> Found | None:
+    """A search with filters: the page when the `limit`-th best score over the `rare`
+    phrases alone, among records that pass `condition`, is above `rest`, and at most `most`
+    records come near enough to it to be ranked in full; else None."""
+    scored = [(row[0], -row[1]) for row in conn.execute(
+        f"""SELECT r.seq, bm25(memory_fts, {WEIGHTS})
+            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
+            WHERE memory_fts MATCH :rare AND {condition}""", {**binds, "rare": rare})]
     if len(scored) < limit:
         return None
     scores = sorted((score for _, score in scored), reverse=True)
@@ -198,9 +257,9 @@ def _page_from_rare(conn: sqlite3.Connection, rare: str, rest: float,
     if len(near) > most:
         return None
     ids = dict(fts.rows_by_seq(conn, "seq, id", near))
-    ranks = ranks_of(conn, binds["expr"], WEIGHTS, near)
-    ranked = sorted((rank, ids[seq], seq) for seq, rank in ranks)
-    return [(seq, rank) for rank, _, seq in ranked[:limit]]
+    ranked = sorted((rank, ids[seq], seq) for seq, rank in
+                    ranks_of(conn, binds["expr"], WEIGHTS, near))
+    return [(seq, rank) for rank, _, seq in ranked[:limit]], None
 
 
 # --- the plain ways ----------------------------------------------------------------------------
@@ -244,76 +303,6 @@ _LOOKUPS = 100
 def _count_active(conn: sqlite3.Connection, expression: str, inactive: set[int]) -> int:
     """Matches among active records: every match, minus the inactive ones."""
     return count_matches(conn, expression, sorted(inactive), _LOOKUPS)
-
-
-# --- FTS5 reads ------------------------------------------------------------------------------
-
-def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
-    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
-    counted to at most `cap`, in one statement."""
-    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
-    binds: list[Any] = []
-    for phrase in phrases:
-        binds += [phrase, cap]
-    return list(fts.plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
-                                           binds).fetchone())
-
-
-def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
-             seqs: list[int]) -> list[tuple[int, float]]:
-    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
-    `expression`, exactly as a search of every match ranks them.
-
-    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
-    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
-    matches once, and bm25 runs only for the rows that pass."""
-    if not seqs:
-        return []
-    return fts.plain_cursor(conn).execute(
-        f"""SELECT rowid, rank FROM memory_fts
-            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
-              AND +rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(seqs))).fetchall()
-
-
-def bm25_scores(conn: sqlite3.Connection, expression: str,
-           weights: str) -> list[tuple[int, float]]:
-    """(rowid, ``bm25(memory_fts, weights)``) of every row matching `expression`, unsorted."""
-    return fts.plain_cursor(conn).execute(
-        f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?",
-        (expression,)).fetchall()
-
-
-def best(conn: sqlite3.Connection, expression: str, weights: str,
-         count: int) -> list[tuple[int, float]]:
-    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
-    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
-    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
-    return fts.plain_cursor(conn).execute(
-        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
-            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
-
-
-def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
-                  lookups: int) -> int:
-    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
-    are looked up in the index one by one, more are told apart in the same pass that counts
-    (`+rowid`: a test on each match, not a lookup per value)."""
-    cur = fts.plain_cursor(conn)
-    if len(excluded) > lookups:
-        return cur.execute(
-            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
-                   (SELECT value FROM json_each(?)))
-               FROM memory_fts WHERE memory_fts MATCH ?""",
-            (json.dumps(excluded), expression)).fetchone()[0]
-    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                          (expression,)).fetchone()[0]
-    if not excluded:
-        return matches
-    return matches - cur.execute(
-        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
-             AND rowid IN (SELECT value FROM json_each(?))""",
-        (expression, json.dumps(excluded))).fetchone()[0]
 
 
 def _placeholders(values: Sequence[str]) -> str:

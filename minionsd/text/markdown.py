@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from minionsd.errors import MinionsError
+from minionsd.text.front_matter_quick import read_simple
 
 BOM = "\ufeff"
 _FENCE = "---"
@@ -105,6 +106,9 @@ def read_note(text: str) -> tuple[dict, str, list[str]]:
     if split is None:
         return {}, text, []
     block, body = split
+    quick = read_simple(block)  # most notes' blocks, without the YAML constructor
+    if quick is not None:
+        return quick, body, []
     try:
         meta = yaml.load(block, Loader=_Loader)  # _Loader derives from SafeLoader
     except yaml.YAMLError as exc:

@@ -1,6 +1,7 @@
 """Consolidation's shortcuts agree with the plain code they replace.
 
-* notebooks.append_entries (one scan of the notebook) == append_entry folded over the entries;
+* notebooks.append_entries (one scan of the notebook, or none with the ids passed) ==
+  append_entry folded over the entries;
 * markdown.note_parts (split once, remembered) == parse_note + check_note_types, and callers
   cannot change what the next caller gets;
 * the remembered gist.title_and_gist == a fresh computation.
@@ -14,7 +15,12 @@ from hypothesis import strategies as st
 
 from minionsd.memory.consolidate import gist
 from minionsd.memory.consolidate.filing import safe_meta
-from minionsd.memory.consolidate.notebooks import append_entries, append_entry, render_entry
+from minionsd.memory.consolidate.notebooks import (
+    append_entries,
+    append_entry,
+    entry_ids,
+    render_entry,
+)
 from minionsd.memory.consolidate.recording import note_body
 from minionsd.text.markdown import (
     PARTS_CACHE_MAX_CHARS,
@@ -44,6 +50,9 @@ def test_append_entries_is_append_entry_folded(current, rows):
     for entry in entries:
         folded = append_entry(folded, "dallas", entry)
     got = append_entries(current, "dallas", entries)
+    # The caller that read the notebook's ids already passes them instead of a second scan.
+    known = entry_ids(current) if current is not None else set()
+    assert append_entries(current, "dallas", entries, known=known) == got
     if entries:
         assert got == folded
     else:

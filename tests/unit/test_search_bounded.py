@@ -165,3 +165,27 @@ def test_inactive_matches_are_told_apart_alike_one_by_one_or_in_one_pass(conn, q
     one_by_one = search.count_matches(conn, expression, inactive, lookups=len(inactive))
     one_pass = search.count_matches(conn, expression, inactive, lookups=0)
     assert one_by_one == one_pass == reference(conn, {"query": query}, NOW)["total"]
+
+
+@pytest.mark.parametrize("query", ["golf alpha", "foxtrot bravo alpha", "foxtrot charlie",
+                                   "ERR_DISK_FULL alpha bravo", "twin alpha", "golf echo",
+                                   "src/cache/pool.py delta alpha"])
+@pytest.mark.parametrize("limit", [1, 5, 10])
+@pytest.mark.parametrize("lookups", [0, 100])
+def test_a_search_of_active_records_ranks_the_rare_records_and_counts_in_one_walk(
+        conn, monkeypatch, query, limit, lookups):
+    """A search of active records: the page comes from the records holding rare phrases,
+    ranked under the whole query, with the total counted in the same walk (the inactive
+    records told apart one by one, or in that walk), both the reference's."""
+    monkeypatch.setattr(search, "_LOOKUPS", lookups)
+    phrases = ftsquery.search_phrases(query)
+    binds = {"expr": " OR ".join(phrases), "now": iso(NOW), "s0": "active"}
+    condition = f"{records.EFFECTIVE_STATUS} IN (:s0)"
+    found = search._bounded(conn, phrases, binds, condition, limit,
+                            search._inactive(conn, iso(NOW)))
+    assert found is not None
+    page, total = found
+    expected = reference(conn, {"query": query, "limit": limit}, NOW)
+    assert [(seq_id(conn, seq), rank) for seq, rank in page] == \
+        [(r["id"], r["rank"]) for r in expected["records"]]
+    assert total == expected["total"]

@@ -24,6 +24,8 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/record_rows.py": "a new record's row; a batch of them inserted in one statement",
     "storage/search.py": "memory.search: the page (bounded by the rare terms, or plain), "
                          "its snippets and total",
+    "storage/search_reads.py": "memory.search's FTS5 reads: phrase counts, ranks of chosen rows "
+                               "with the total in one walk, the best matches, counts",
     "storage/read_txn.py": "one read transaction around several reads",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "

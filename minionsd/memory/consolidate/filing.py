@@ -23,7 +23,7 @@ from minionsd.fileio import (
     write_temp_unsynced,
 )
 from minionsd.memory.app import App
-from minionsd.memory.consolidate import classify
+from minionsd.memory.consolidate import classify, kb_staging
 from minionsd.storage import journal
 from minionsd.text.markdown import FrontMatterError, note_parts
 
@@ -35,23 +35,31 @@ class Filing:
         # KB entry texts rendered during this batch (written, then hashed for the KB index):
         # rendering runs the YAML emitter, so each entry is rendered once.
         self._texts: dict[tuple[str, ...], str] = {}
+        # Directories whose new names the batch has not flushed yet: each is flushed with the
+        # batch's next flush, and always before the commit that relies on its files (the KB
+        # entries' before the records commit, notebooks' before the batch is closed).
+        self.unsynced: list[Path] = []
 
     def write_kb_entries(self, batch: journal.Batch) -> list[str]:
         """Every note's KB entry, written with a bounded number of disk syncs: each new entry
         is first written to a temp file, all temps are flushed at once, then each is linked to
         its name (never overwriting) and the directories are flushed. A name is therefore only
-        ever given to a complete entry, as with create_new_text."""
+        ever given to a complete entry, as with create_new_text. The temps are written under
+        engine/ (kb_staging), outside the watched knowledge/ tree, so the knowledge watcher
+        sees one event per entry instead of five."""
         home = self.app.home
         rels: list[str | None] = []
         staged: dict[int, tuple[journal.JournalNote, Path, Path]] = {}
         notes = [note for note in batch.notes if not note.done]
+        staging = kb_staging.Staging(home.engine / kb_staging.DIRECTORY)
         for index, note in enumerate(notes):
             rel = self._kb_path(batch, note)
             target = home.root / rel
             if not target.exists():
                 category = classify.classify(note.name, note.content)
                 text = self._entry_text(note, category, batch.date)
-                staged[index] = (note, target, write_temp_unsynced(target, text, mode=0o644))
+                staged[index] = (note, target, write_temp_unsynced(
+                    staging.temp_beside(target), text, mode=0o644))
             rels.append(rel)
         try:
             flush_to_disk([tmp for _, _, tmp in staged.values()])
@@ -64,7 +72,9 @@ class Filing:
         finally:
             for _, _, tmp in staged.values():
                 tmp.unlink(missing_ok=True)
-        flush_to_disk([target.parent for _, target, _ in staged.values()])
+        # The new names are flushed with the next files of the batch (its notebooks), before
+        # the commit of its records that links them: see unsynced.
+        self.unsynced += [target.parent for _, target, _ in staged.values()]
         return [rel for rel in rels if rel is not None]
 
     def _kb_path(self, batch: journal.Batch, note: journal.JournalNote) -> str:
@@ -179,6 +189,7 @@ class Filing:
         """Fix every note's archive path up front: records and KB entries cite it. The caller
         journals the paths (journal.decide) before any file is written."""
         self._texts.clear()  # a new batch (plan_archive is its first step)
+        self.unsynced = []
         home = self.app.home
         taken: set[str] = set()
         chosen: list[tuple[str, dict[str, Any]]] = []
@@ -192,7 +203,8 @@ class Filing:
         return chosen
 
     def archive(self, batch: journal.Batch) -> tuple[list[str], list[str]]:
-        """Move every note to its archive path and flush the two directories once; returns
+        """Move every note to its archive path and flush the two directories once (with any
+        the batch left unflushed: its notebooks'); returns
         (every note's archive path, the names moved now). The caller marks the moved notes
         done when it closes the batch (journal.finish). A crash in between redoes the
         marking: a note already in the archive is recognised there (see _move_to_archive)."""
@@ -208,8 +220,9 @@ class Filing:
                 moved.append(note.name)
                 directories.append((home.root / rel).parent)
             archived.append(rel)
-        if moved:
-            flush_to_disk([home.inbox, *dict.fromkeys(directories)])
+        if moved or self.unsynced:
+            flush_to_disk(list(dict.fromkeys([*self.unsynced, home.inbox, *directories])))
+            self.unsynced = []
         return archived, moved
 
     @staticmethod

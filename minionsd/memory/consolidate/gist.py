@@ -135,11 +135,13 @@ def find_title_and_gist(content: str) -> tuple[str, str]:
         if match and opening[match.end():].strip():
             title = _clean(match.group(1))
             lines[0] = opening[match.end():]
-    pieces = [s for line in lines for s in sentences(plain(line))]
+    # Lazily: the title and gist are the first sentences, so the rest are never cut.
+    pieces = (s for line in lines for s in sentences(plain(line)))
     if title is None:
-        if not pieces:
+        first = next(pieces, None)
+        if first is None:
             return UNTITLED, ""
-        title = pieces.pop(0).rstrip(".") or UNTITLED
+        title = first.rstrip(".") or UNTITLED
     gist = next((p for p in pieces if not _same(p, title)), "")
     return _cap(title, TITLE_MAX), _cap(gist, GIST_MAX)
 
@@ -154,12 +156,29 @@ def note_title(content: str) -> str:
 def distinct_tokens(text: str) -> frozenset[str]:
     """Numbers, identifiers and paths in `text`, lower-cased: `port 8080`, `test-m13`,
     `setup_8`, `src/app.py`, `UserCache`, anything in backticks."""
-    found = set()
+    found: set[str] = set()
+    quoted = "`" in text  # else no token can be in backticks
     for token in _TOKEN_RE.findall(text):
         token = token.strip("`").rstrip(".,;:!?)")
         if not token:
             continue
-        if any(c.isdigit() for c in token) or _IDENT_INNER_RE.search(token) \
-                or text.count(f"`{token}`"):
-            found.add(token.lower())
+        if not quoted and token.isalpha() and token.islower():
+            continue  # a lower-case word: no digit, no identifier joint, no upper-case hump
+        lowered = token.lower()
+        if lowered in found:
+            continue  # kept already: the checks cannot add it twice
+        if _has_digit(token) or _IDENT_INNER_RE.search(token) \
+                or (quoted and text.count(f"`{token}`")):
+            found.add(lowered)
     return frozenset(found)
+
+
+_ASCII_DIGIT_RE = re.compile(r"[0-9]")
+
+
+def _has_digit(token: str) -> bool:
+    """any(c.isdigit() for c in token), without a step per character for ASCII tokens (where
+    only 0-9 are digits) and for tokens of letters alone (no letter is a digit)."""
+    if token.isascii():
+        return _ASCII_DIGIT_RE.search(token) is not None
+    return not token.isalpha() and any(c.isdigit() for c in token)

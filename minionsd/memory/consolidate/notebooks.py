@@ -21,6 +21,7 @@ from minionsd.text.notesfile import check_entry_id, neutralise_markers
 
 ENTRY_BODY_MAX_BYTES = 4096
 _ENTRY_RE = re.compile(r"^<!-- minions:entry=([A-Za-z0-9][A-Za-z0-9._:-]*) -->$", re.MULTILINE)
+_MARKER_ANYWHERE_RE = re.compile(_ENTRY_RE.pattern[1:], re.MULTILINE)
 _PROVENANCE_KEYS = (("id", "note"), ("task", "task"), ("project", "project"), ("pr", "PR"))
 
 
@@ -104,14 +105,20 @@ def has_entry(text: str, entry_id: str) -> bool:
 
 def entry_ids(text: str) -> set[str]:
     """The ids of every entry the notebook holds."""
-    return {m.group(1) for m in _ENTRY_RE.finditer(text)}
+    # _ENTRY_RE without its `^`, so the engine looks for the marker's literal text instead of
+    # trying every line, then only matches at a line start are kept (the same matches: a
+    # marker line holds no newline, so one cannot hide another).
+    return {m.group(1) for m in _MARKER_ANYWHERE_RE.finditer(text)
+            if m.start() == 0 or text[m.start() - 1] == "\n"}
 
 
-def append_entries(current: str | None, agent: str, entries: list[str]) -> str:
+def append_entries(current: str | None, agent: str, entries: list[str],
+                   known: set[str] | None = None) -> str:
     """The notebook after appending each of `entries` in turn, as append_entry does one by
-    one, with the notebook scanned for its entry ids once instead of once per entry."""
+    one, with the notebook scanned for its entry ids once instead of once per entry (not at
+    all when the caller passes `known`, the ids `current` holds)."""
     text = current if current and current.strip() else notebook_header(agent)
-    known = entry_ids(text)
+    known = entry_ids(text) if known is None else set(known)
     for entry in entries:
         match = _ENTRY_RE.match(entry)
         if match is None:

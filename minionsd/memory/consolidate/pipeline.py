@@ -26,13 +26,12 @@ import structlog
 from minionsd.clock import date_stamp
 from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.memory.app import App
-from minionsd.memory.consolidate import notebooks
+from minionsd.memory.consolidate import notebook_append
 from minionsd.memory.consolidate.breaker import content_hash, find_storm, storm_hash
-from minionsd.memory.consolidate.filing import Filing, safe_meta
-from minionsd.memory.consolidate.recording import Recording, note_body, note_title, short
+from minionsd.memory.consolidate.filing import Filing
+from minionsd.memory.consolidate.recording import Recording, short
 from minionsd.memory.consolidate.regex_digest import regex_digest
 from minionsd.memory.consolidate.types import Abandoned, DigestNote
-from minionsd.memory.identity import has_notebook
 from minionsd.memory.inbox import Inbox, InboxNote
 from minionsd.storage import journal, submissions
 from minionsd.text import notesfile
@@ -229,7 +228,8 @@ class Pipeline:
             result.mode = mode
             self._append_digest(derived, digest)
             result.kb_entries = self.filing.write_kb_entries(derived)
-            result.notebooks = self._append_notebooks(derived)
+            result.notebooks = notebook_append.append_batch(self.app, derived, self._step,
+                                                             self.filing.unsynced)
             result.records_upserted = self.recording.upsert(derived)
         result.archived, moved = self.filing.archive(batch)
         result.notes = len(result.archived)
@@ -303,42 +303,6 @@ class Pipeline:
         # Replaced atomically, so read without its lock.
         text = read_text(self.app.home.notes_history, self.app.file_warnings)
         return text is not None and notesfile.contains_entry(text, batch_id)
-
-    def _append_notebooks(self, batch: journal.Batch) -> dict[str, int]:
-        """Each configured agent's notes appended to its notebook: one locked read and one
-        atomic write per notebook, not per note. Entries carry their id, so a redo appends
-        only what is missing."""
-        agents = self.app.config.agents
-        counts: dict[str, int] = {}
-        by_author: dict[str, list[journal.JournalNote]] = {}
-        for note in batch.notes:
-            if note.done or not has_notebook(note.author, agents):
-                continue
-            if self.app.notebook(note.author) is None:  # a symlink out of knowledge/agents/
-                continue  # never followed
-            by_author.setdefault(note.author, []).append(note)
-            counts[note.author] = counts.get(note.author, 0) + 1
-        for author, notes in by_author.items():
-            path = self.app.notebook(author)
-            if path is None:
-                continue
-            with lock_for(path):
-                current = read_text(path, self.app.file_warnings)
-                known = notebooks.entry_ids(current) if current is not None else set()
-                entries = []
-                for note in notes:
-                    entry_id = note.content_hash[:16]
-                    if entry_id in known:
-                        continue
-                    known.add(entry_id)
-                    entries.append(notebooks.render_entry(
-                        entry_id=entry_id, date=batch.date, title=note_title(note),
-                        body=note_body(note.content), source=Filing.archive_rel(batch, note),
-                        meta=safe_meta(note.content)))
-                    self._step("notebook")
-                if entries:
-                    atomic_write_text(path, notebooks.append_entries(current, author, entries))
-        return counts
 
     def _write_storm_alert(self, batch: journal.Batch) -> None:
         sample = batch.notes[0]

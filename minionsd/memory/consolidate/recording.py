@@ -49,6 +49,13 @@ class Recording:
                                             [n.name for n in batch.notes if n.author == ENGINE])
         fields = [(note, self._record_fields(note, batch, note.name in claimed))
                   for note in batch.notes if not note.done]
+        # The index columns are derived beside the writer, as memory.add's are (with the
+        # remembered stems); a record whose derivation fails is derived again, and fails
+        # alone, in the writer's transaction.
+        derived = self.app.db.prepare_blocking(records.derive_many,
+                                               [values for _note, values in fields])
+        fields = [(note, made if isinstance(made, dict) else values)
+                  for (note, values), made in zip(fields, derived, strict=True)]
         # Where each entry really went (a taken name is chosen again while writing it).
         kb_paths = {n.name: n.kb_path for n in
                     self.app.db.read_blocking(journal.load, batch.id).notes}
@@ -158,6 +165,8 @@ def short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 def mentioned_paths(text: str, limit: int = 50) -> list[str]:
+    if "/" not in text:
+        return []  # every path _PATH_RE finds has one
     return list(dict.fromkeys(_PATH_RE.findall(text)))[:limit]
 
 def note_body(content: str) -> str:

@@ -114,10 +114,20 @@ def digest_category(name: str, content: str) -> str:
     return "learnings"
 
 
+_NOT_KEPT_RE = re.compile(r"[^a-z0-9 ]")
+# ASCII text: every character but a-z, 0-9 and the space dropped by str.translate.
+_ASCII_NOT_KEPT = str.maketrans("", "", "".join(
+    chr(c) for c in range(128) if not (chr(c).isdigit() or "a" <= chr(c) <= "z" or c == 32)))
+
+
 def fingerprint(text: str) -> str:
     """Lower-case, keep only [a-z0-9 ], collapse spaces, first 80 characters."""
-    kept = re.sub(r"[^a-z0-9 ]", "", text.lower())
-    return re.sub(r" +", " ", kept).strip()[:FINGERPRINT_LEN]
+    lowered = text.lower()
+    if lowered.isascii():
+        kept = lowered.translate(_ASCII_NOT_KEPT)
+    else:
+        kept = _NOT_KEPT_RE.sub("", lowered)
+    return " ".join(word for word in kept.split(" ") if word)[:FINGERPRINT_LEN]
 
 
 def _line_insight(line: str) -> str | None:

@@ -1,0 +1,174 @@
+"""The FTS5 reads memory.search is made of (storage/search.py puts them together): capped
+phrase counts, bm25 scores of every match or of chosen rows, the best few matches, and counts
+that leave some rows out. Plain tuples, through documented FTS5 interfaces only.
+
+bm25 ranks are REALs, and an aggregate can carry a REAL out only as text, which keeps 15
+significant digits (JSON's and group_concat's conversion): not enough to sort ranks that differ
+in their last bits, or to hand them back unchanged. So :func:`ranks_and_count` sends each rank as
+two integers (k, m) with ``-rank == m / 2**k`` exactly: multiplying a double by a power of two
+and casting an integral double to an integer are both exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from minionsd.storage import fts
+
+
+def phrase_counts(conn: sqlite3.Connection, phrases: Sequence[str], cap: int) -> list[int]:
+    """Rows matching each quoted FTS5 string of `phrases` (as ftsquery quotes them), each
+    counted to at most `cap`, in one statement."""
+    sub = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+    binds: list[Any] = []
+    for phrase in phrases:
+        binds += [phrase, cap]
+    return list(fts.plain_cursor(conn).execute("SELECT " + ", ".join([sub] * len(phrases)),
+                                           binds).fetchone())
+
+
+def ranks_of(conn: sqlite3.Connection, expression: str, weights: str,
+             seqs: list[int]) -> list[tuple[int, float]]:
+    """(rowid, rank) under ``bm25(memory_fts, weights)`` for the rows of `seqs` that match
+    `expression`, exactly as a search of every match ranks them.
+
+    The rowid test is written `+rowid` so SQLite does not hand it to FTS5 as a lookup per
+    value (each lookup would count every phrase's rows again for its idf): FTS5 walks the
+    matches once, and bm25 runs only for the rows that pass."""
+    if not seqs:
+        return []
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, rank FROM memory_fts
+            WHERE memory_fts MATCH ? AND rank MATCH 'bm25({weights})'
+              AND +rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(seqs))).fetchall()
+
+
+def best(conn: sqlite3.Connection, expression: str, weights: str,
+         count: int) -> list[tuple[int, float]]:
+    """The `count` best (rowid, bm25) rows matching `expression`, best (lowest) first; rows
+    of equal score at the edge are cut in no particular order. SQLite's sorter keeps only
+    `count` rows (FTS5's own ORDER BY rank would sort every match)."""
+    return fts.plain_cursor(conn).execute(
+        f"""SELECT rowid, bm25(memory_fts, {weights}) AS score FROM memory_fts
+            WHERE memory_fts MATCH ? ORDER BY score LIMIT ?""", (expression, count)).fetchall()
+
+
+def count_matches(conn: sqlite3.Connection, expression: str, excluded: list[int],
+                  lookups: int) -> int:
+    """Rows matching `expression`, not counting those of `excluded`: up to `lookups` of them
+    are looked up in the index one by one, more are told apart in the same pass that counts
+    (`+rowid`: a test on each match, not a lookup per value)."""
+    cur = fts.plain_cursor(conn)
+    if len(excluded) > lookups:
+        return cur.execute(
+            """SELECT count(*) - count(*) FILTER (WHERE +rowid IN
+                   (SELECT value FROM json_each(?)))
+               FROM memory_fts WHERE memory_fts MATCH ?""",
+            (json.dumps(excluded), expression)).fetchone()[0]
+    matches = cur.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                          (expression,)).fetchone()[0]
+    return matches - _count_among(conn, expression, excluded) if excluded else matches
+
+
+def _count_among(conn: sqlite3.Connection, expression: str, seqs: list[int]) -> int:
+    """How many of the rows `seqs` match `expression`, each looked up in the index."""
+    return fts.plain_cursor(conn).execute(
+        """SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?
+             AND rowid IN (SELECT value FROM json_each(?))""",
+        (expression, json.dumps(seqs))).fetchone()[0]
+
+
+# The exact form covers magnitudes from 2**(-10 * RUNGS) to below 2**10; bm25 ranks lie far
+# inside (each phrase adds less than idf * (k1 + 1): about 30 for a phrase held once in
+# millions of records, and at least 1e-6 * (k1 + 1) / (1 + k1 * (1 - b + b * len / avglen))).
+_RUNGS = 8
+_BELOW = 2 ** 62
+
+
+def _times_power_of_two(expr: str, power: int) -> str:
+    """SQL for `expr` times 2**power (power >= 0): a product of integer powers of two, each
+    exactly a double, so the product of a REAL is exact."""
+    factors = []
+    while power > 0:
+        step = min(power, 62)
+        factors.append(str(2 ** step))
+        power -= step
+    return " * ".join([expr, *factors])
+
+
+def exact_rank_sql(value: str) -> str:
+    """SQL giving, for a negative REAL `value`, a JSON array [k, m] of integers with
+    ``-value == m / 2**k`` exactly when m < 2**62 (see the module docstring and
+    :func:`rank_from_exact`); NULL when `value` is not negative or below 2**(-10 * RUNGS) in
+    magnitude.
+
+    Rung L (0, -10, -20, ...) holds magnitudes a >= 2**L (below 2**(L + 10) but for the
+    first): a = c * 2**(e - 52) with a 53-bit integer c and e >= L, so a * 2**(52 - L) is an
+    integer, below 2**62 when e < L + 10. The first rung is tried first (one comparison and
+    one product: `value` is read twice) as the ranks memory.search compares are mostly there;
+    a magnitude of 2**10 or more gives m >= 2**62, which rank_from_exact refuses."""
+    size = f"(-{value})"
+    whens = []
+    for rung in range(_RUNGS + 1):
+        low = -10 * rung
+        reached = (f"{size} >= 1" if low == 0
+                   else f"{_times_power_of_two(size, -low)} >= 1")
+        scaled = _times_power_of_two(size, 52 - low)
+        whens.append(f"WHEN {reached} THEN json_array({52 - low}, CAST({scaled} AS INTEGER))")
+    return "CASE " + " ".join(whens) + " ELSE NULL END"
+
+
+def rank_from_exact(pair: Sequence[int] | None) -> float | None:
+    """The rank an exact_rank_sql pair stands for; None for NULL or a pair out of range."""
+    if pair is None:
+        return None
+    power, mantissa = pair
+    if not 0 < mantissa < _BELOW:
+        return None
+    return -math.ldexp(mantissa, -power)
+
+
+_RANK_PAIR = exact_rank_sql("r")
+
+
+def ranks_and_count(conn: sqlite3.Connection, expression: str, weights: str,
+                    seqs: list[int] | str, excluded: list[int],
+                    lookups: int) -> tuple[list[tuple[int, float]], int] | None:
+    """(ranks_of(expression, seqs), count_matches(expression, excluded)) from one walk of the
+    matches: FTS5 reads the query's phrases once for both, and bm25 runs only for `seqs`, or
+    for the rows that match `seqs` when it is an FTS5 expression (str). None when a rank is
+    outside what the exact form carries (then ask ranks_of and count_matches).
+
+    The inner SELECT is a co-routine (its LIMIT keeps SQLite from merging it into the
+    aggregate), so each chosen row is ranked once although the exact form reads its rank
+    several times."""
+    if isinstance(seqs, str):
+        chosen = "SELECT rowid FROM memory_fts WHERE memory_fts MATCH :seqs"
+        binds: dict[str, Any] = {"expr": expression, "seqs": seqs}
+    else:
+        chosen = "SELECT value FROM json_each(:seqs)"
+        binds = {"expr": expression, "seqs": json.dumps(seqs)}
+    minus = ""
+    if len(excluded) > lookups:
+        minus = " - count(*) FILTER (WHERE id IN (SELECT value FROM json_each(:excluded)))"
+        binds["excluded"] = json.dumps(excluded)
+    count, ranks = fts.plain_cursor(conn).execute(
+        f"""SELECT count(*){minus},
+                   json_group_array(json_array(id, {_RANK_PAIR})) FILTER (WHERE r IS NOT NULL)
+            FROM (SELECT rowid AS id,
+                         CASE WHEN +rowid IN ({chosen}) THEN rank
+                         END AS r
+                  FROM memory_fts
+                  WHERE memory_fts MATCH :expr AND rank MATCH 'bm25({weights})' LIMIT -1)""",
+        binds).fetchone()
+    pairs = [(seq, rank_from_exact(pair)) for seq, pair in json.loads(ranks or "[]")]
+    if any(rank is None for _, rank in pairs):
+        return None
+    if excluded and not minus:
+        count -= _count_among(conn, expression, excluded)
+    return pairs, count  # type: ignore[return-value]
