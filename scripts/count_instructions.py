@@ -116,6 +116,10 @@ def part_workload(db: Path, part: str, rounds: int) -> None:
     from minionsd.memory.retrieval.index import RecallIndex
     from minionsd.text.fence import fence
 
+    try:
+        from minionsd.memory.retrieval import related
+    except ImportError:
+        related = None
     settings = {f"{section}.{name}": value for section, keys in defaults().items()
                 if section != "agents" for name, value in keys.items()}
     app = SimpleNamespace(config=settings, recall_index=RecallIndex())
@@ -145,6 +149,9 @@ def part_workload(db: Path, part: str, rounds: int) -> None:
         ranked = rank.rank_lazily(found[i], task_files=files[i], project=specs[i][1],
                                   agent=specs[i][2], now=NOW, memos=memos, **cues[i])
         rare = {"rare_left": sum(bool(c["rare_terms"]) for c in found[i])} if new else {}
+        if related is not None:  # trees before the cutoff's shared rare words lack it
+            rare["related"] = related.SharedRareWords(app.recall_index, conn, terms[i],
+                                                      found[i])
         return pack.pack(ranked, distinct=True, top_k=settings["engine.memory_retrieval_top_k"],
                          max_bytes=settings["engine.memory_retrieval_max_bytes"],
                          min_score_ratio=settings["engine.memory_retrieval_min_score_ratio"],

@@ -27,9 +27,10 @@ from minionsd.memory.identity import has_notebook
 from minionsd.memory.retrieval import candidates as candidates_mod
 from minionsd.memory.retrieval import pack as pack_mod
 from minionsd.memory.retrieval import rank as rank_mod
+from minionsd.memory.retrieval import related as related_mod
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.memos import TaskQuery
-from minionsd.storage import records, telemetry
+from minionsd.storage import read_txn, records, telemetry
 from minionsd.text.fence import fence
 from minionsd.text.task import check_optional_name, check_task
 from minionsd.text.wire_json import Encoded
@@ -64,20 +65,23 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
         app.recall_index = RecallIndex()
     if parts is None:
         parts = TaskQuery.of(task, terms)
-    found = candidates_mod.fetch_candidates(
-        app.recall_index, conn, terms, project=project, agent=agent, now_iso=iso(now),
-        limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming)
-    memos = app.recall_index.memos
-    ranked = rank_mod.rank_lazily(found, task_files=list(parts.files),
-                                  project=project, agent=agent, now=now, memos=memos,
-                                  cues=parts.cues)
-    text, chosen = pack_mod.pack(ranked, distinct=True,
-                                 top_k=cfg["engine.memory_retrieval_top_k"],
-                                 max_bytes=cfg["engine.memory_retrieval_max_bytes"],
-                                 min_score_ratio=cfg["engine.memory_retrieval_min_score_ratio"],
-                                 smallest=min(map(pack_mod.min_size, found), default=0),
-                                 memos=memos,
-                                 rare_left=sum(bool(c["rare_terms"]) for c in found))
+    index = app.recall_index
+    # One read snapshot: the cutoff's relatedness (.related) reads while packing.
+    with read_txn.snapshot(conn):
+        found = candidates_mod.fetch_candidates(
+            index, conn, terms, project=project, agent=agent, now_iso=iso(now),
+            limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming)
+        memos = index.memos
+        ranked = rank_mod.rank_lazily(found, task_files=list(parts.files),
+                                      project=project, agent=agent, now=now, memos=memos,
+                                      cues=parts.cues)
+        text, chosen = pack_mod.pack(
+            ranked, distinct=True, top_k=cfg["engine.memory_retrieval_top_k"],
+            max_bytes=cfg["engine.memory_retrieval_max_bytes"],
+            min_score_ratio=cfg["engine.memory_retrieval_min_score_ratio"],
+            smallest=min(map(pack_mod.min_size, found), default=0), memos=memos,
+            rare_left=sum(bool(c["rare_terms"]) for c in found),
+            related=related_mod.SharedRareWords(index, conn, terms, found))
     selected = [{"id": s.record["id"], "type": s.record["type"], "scope": s.record["scope"],
                  "trust": s.record["trust"], "date": s.record["created_at"][:10],
                  "source": s.record["source"], "score": round(s.score, 6), "bytes": size}

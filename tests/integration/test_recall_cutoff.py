@@ -120,3 +120,47 @@ def test_near_copies_that_differ_in_a_number_or_identifier_are_both_packed(
     ids = _selected(d, JOURNAL_TASK)
     assert first in ids and set(variants) <= set(ids), ids
     assert copy not in ids
+
+
+INCIDENT_TASK = {"id": "W-5", "title": "Ingest consumers keep rebalancing and lag grows",
+                 "description": "The ingest consumers leave and rejoin the group every few "
+                 "minutes and the lag keeps growing."}
+
+
+def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
+        make_daemon, short_home: Path) -> None:
+    """The first match is the incident; a second note shares few words with the task but
+    names the incident's rare things (its consumer group, topic, setting and sink), so it
+    scores below the cutoff's floor. It is packed at the default cutoff; a note in the same
+    score band that shares only the task's and common words is not."""
+    configure(short_home, "")
+    d = make_daemon()
+    incident = add(d, "Ingest consumers in group tw-ingest-v2 kept rebalancing: they left "
+                   "and rejoined the group every few minutes and the lag on readings-v2 grew "
+                   "to 38 million. A Clickhouse flush outlasted max_poll_interval, the broker "
+                   "evicted the member, and each rejoin started another flush.",
+                   title="Ingest consumers keep rebalancing, lag grows", scope="project:shop")
+    related = add(d, "The Clickhouse sink caps a flush at 50,000 rows so it ends inside "
+                  "max_poll_interval; otherwise the broker evicts the ingest consumer from "
+                  "tw-ingest-v2 and readings-v2 falls behind.",
+                  title="Sink flush size", scope="project:shop")
+    unrelated = add(d, "The billing consumers read invoices from the queue in order; "
+                    "a slow invoice holds up the next ones for a few minutes.",
+                    title="Billing queue order", scope="project:shop")
+    for body in FILLER:
+        add(d, body, scope="project:shop")
+    for i in range(30):
+        # Common words are in many notes, as in any real memory: they are not rare.
+        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
+            "lag of the report is shown in the group page for a day or two from then on.",
+            scope="project:shop")
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=INCIDENT_TASK,
+                                                   project="shop")["selected"]}
+    best = scores[incident]
+    assert max(scores.values()) == best
+    # Both are below the floor (0.45 of the best) and above the last floor (0.7 of it).
+    for other in (related, unrelated):
+        assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, related, unrelated)
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    assert _selected(d, INCIDENT_TASK) == [incident, related]

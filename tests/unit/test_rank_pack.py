@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -467,3 +467,65 @@ def test_pack_cutoff_invariants(entries: list[tuple[float, str]], ratio: float,
         named |= rare
     if ratio == 0:
         assert len(packed) == min(top_k, len(items))
+
+
+def _related_to(*ids: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:
+    """A relatedness that calls the records `ids` related to whatever record is asked first
+    (and records who asked)."""
+    asked: list[tuple[str, str]] = []
+
+    def related(first: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+        asked.append((first["id"], record["id"]))
+        return record["id"] in ids
+
+    related.asked = asked  # type: ignore[attr-defined]
+    return related
+
+
+def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_last_floor() -> None:
+    # floor 0.9, last floor 0.63: M-2, M-3 and M-4 are below the floor and do not follow M-1.
+    items = [S("M-1", 2.0, "a"), S("M-2", 0.8, "b"), S("M-3", 0.7, "c"), S("M-4", 0.62, "d")]
+    related = _related_to("M-3", "M-4")
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=related)
+    # M-2 is not related; M-3 is; M-4 is related but below the last floor.
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3"]
+    # Only records between the last floor and the floor are asked about, against M-1.
+    assert related.asked == [("M-1", "M-2"), ("M-1", "M-3")]  # type: ignore[attr-defined]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45)
+    assert [s.id for s, _ in chosen] == ["M-1"]  # without it, as before
+
+
+def test_relatedness_is_to_the_first_record_packed_not_the_best_one() -> None:
+    items = [S("M-big", 2.0, "x" * 5000), S("M-1", 1.0, "fits"), S("M-2", 0.7, "below")]
+    related = _related_to("M-2")
+    _text, chosen = pack(items, top_k=8, max_bytes=1000, min_score_ratio=0.45,
+                         related=related)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
+    assert related.asked == [("M-1", "M-2")]  # type: ignore[attr-defined]
+
+
+@given(st.lists(st.tuples(st.floats(0, 10), st.booleans()), max_size=20), st.floats(0, 1),
+       st.integers(1, 10))
+def test_pack_with_relatedness_adds_only_related_records_above_the_last_floor(
+        entries: list[tuple[float, bool]], ratio: float, top_k: int) -> None:
+    items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}")) for i, (score, _r)
+                    in enumerate(entries)), key=lambda s: (-s.score, s.id))
+    marked = {f"M-{i:02d}" for i, (_s, r) in enumerate(entries) if r}
+    _text, plain = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio)
+    _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
+                         related=_related_to(*marked))
+    best = items[0].score if items else 0.0
+    lowest = LAST_FLOOR * score_floor(best, ratio)
+    got = [s.id for s, _ in chosen]
+    # What the plain cutoff packs is packed first; the rest are related and above the last
+    # floor, in order, up to top_k.
+    plain_ids = [s.id for s, _ in plain]
+    assert [i for i in got if i in plain_ids] == plain_ids[:len([i for i in got
+                                                               if i in plain_ids])]
+    extra = [s for s, _ in chosen if s.id not in plain_ids]
+    assert all(s.id in marked and s.score >= lowest for s in extra)
+    assert got == [s.id for s in items if s.id in got]
+    if len(got) < top_k:  # nothing related above the last floor was left out
+        assert plain_ids == [i for i in got if i in plain_ids]
+        assert {s.id for s in items if s.id in marked and s.score >= lowest} <= set(got)

@@ -55,7 +55,8 @@ def fetch_candidates(
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
     own bm25), ``matched_terms`` (how many of `terms` it contains) and ``rare_terms`` (the
     terms of `naming` it contains that are rare in the memory, :func:`rare_limit`, as a
-    tuple). Ties are broken by id.
+    tuple) and ``words`` (every FTS5 stem of the record, a mapping shared with the index's
+    cache: do not change it; :mod:`.related` reads it). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
@@ -108,7 +109,8 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
         named = tuple(t for stem in counted_row.freq if stem in rare for t in rare[stem]) \
             if rare else ()
-        out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named))
+        out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named,
+                        words=counted_row.words))
     return out
 
 

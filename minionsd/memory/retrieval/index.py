@@ -10,6 +10,7 @@ It holds:
 * the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
   lists, parsed term counts and decoded rows, kept current through ``record_changes``;
 * document frequencies by term for a few minutes (a zero only until any record changes);
+* whether a word is rare (:mod:`.related`) for as long, for the same rare limit;
 * FTS5's stem of each query word seen (a pure function of the word; asking FTS5 costs five
   statements per retrieval, 5% of a repeated one);
 * the string table parsed rows share;
@@ -42,6 +43,7 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
         self._stems: dict[str, str | None] = {}
+        self._rarity: dict[str, tuple[bool, int, float]] = {}  # word -> (rare, limit, expires)
         self.shared: dict[str, str] = {}
         self.numbers: dict[str, float] = {}  # count text -> number, shared by parsed rows
         self.memos = TextMemos()
@@ -51,6 +53,7 @@ class RecallIndex:
         self.view.clear()
         with self._lock:
             self._dfs.clear()
+            self._rarity.clear()
             self.shared.clear()
             self.numbers.clear()
             self.memos = TextMemos()  # rendered items and shingles hold records' text
@@ -87,6 +90,42 @@ class RecallIndex:
                     self._dfs[term] = (df, stats.rows, now + DF_CACHE_SECONDS, token)
             out |= found
         return out
+
+    # --- rare words (.related) ----------------------------------------------------------------
+
+    def rarity(self, words: Iterable[str], limit: int) -> dict[str, bool]:
+        """Of `words`, those known to be held by at most `limit` records (True) or more
+        (False), as :meth:`remember_rarity` was told within DF_CACHE_SECONDS with the same
+        limit; the others are left out."""
+        now = time.monotonic()
+        known = self._rarity
+        out = {}
+        for word in words:
+            entry = known.get(word)
+            if entry is not None and entry[1] == limit and now <= entry[2]:
+                out[word] = entry[0]
+        return out
+
+    def known_df(self, word: str, rows: int) -> int | None:
+        """The df :meth:`document_frequencies` holds for `word` as a task's term, when it is
+        still fresh and `word` is its own stem (so it is the df of the stem `word`); else
+        None. Nothing is read."""
+        entry = self._dfs.get(word)
+        if entry is None or self._stems.get(word) != word:
+            return None
+        df, rows_then, expires, _token = entry
+        if df and time.monotonic() <= expires and abs(rows - rows_then) <= 0.05 * max(
+                rows_then, 1):
+            return min(df, rows)
+        return None
+
+    def remember_rarity(self, found: dict[str, bool], limit: int) -> None:
+        expires = time.monotonic() + DF_CACHE_SECONDS
+        with self._lock:
+            if len(self._rarity) + len(found) > MAX_DFS:
+                self._rarity.clear()
+            for word, rare in found.items():
+                self._rarity[word] = (rare, limit, expires)
 
     # --- stems -------------------------------------------------------------------------------
 

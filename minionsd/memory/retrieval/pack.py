@@ -12,8 +12,9 @@ This module owns what an agent reads of each recalled record and how many fit. P
   may still be taken. The score cutoff (:class:`Cutoff`) leaves out weak matches: a record
   scoring below ``min_score_ratio`` times the best record's score (:func:`score_floor`) is
   packed only when it closely follows the record packed before it, or holds a rare
-  identifier, error code or file name of the task that no packed record holds: ``top_k`` is a
-  ceiling, not a quota. The result is what goes inside the untrusted-input fence.
+  identifier, error code or file name of the task that no packed record holds, or (given
+  `related`) shares the rare words of the first record packed: ``top_k`` is a ceiling, not a
+  quota. The result is what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
 (plus one blank line between items).
@@ -22,7 +23,7 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
@@ -42,6 +43,8 @@ ITEM_SEPARATOR = "\n\n"
 # this many names a record (the pack's byte budget counts the line).
 ALSO_PREFIX = "\nalso: "
 ALSO_MAX = 3
+# related(first packed record, record): is the record about the same thing (.related)?
+Related = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -145,15 +148,20 @@ class Cutoff:
     floor, or when it holds a rare naming term of the task (``rare_terms``, set by the
     candidate search) that no packed record holds, however low it scores: the note about
     the identifier, path or error code the task names is not cut for being less similar
-    overall. With ratio 0 nothing is cut.
+    overall. A record scoring at least ``LAST_FLOOR`` of the floor is also packed when
+    `related` (:mod:`.related`) says it is about the same thing as the first record packed.
+    With ratio 0 nothing is cut.
     """
 
-    def __init__(self, best: float, ratio: float, rare_left: int = 0) -> None:
+    def __init__(self, best: float, ratio: float, rare_left: int = 0,
+                 related: Related | None = None) -> None:
         self.floor = score_floor(best, ratio)
         self.lowest = self.floor * LAST_FLOOR
         self.last = best  # the score of the last record packed for its score
         self.named: set[str] = set()
         self.rare_left = rare_left  # records with rare terms not yet asked about
+        self.related = related
+        self.first: Scored | None = None  # the first record packed
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -165,10 +173,15 @@ class Cutoff:
             return True
         if any(term not in self.named for term in rare):
             return True
+        if self.related is not None and self.first is not None and item.score >= self.lowest:
+            # A later record scoring at least the last floor may still be related.
+            return self.related(self.first.record, item.record)
         # Later records score no more, so only a rare term can let one in.
         return False if self.rare_left > 0 else None
 
     def packed(self, item: Scored) -> None:
+        if self.first is None:
+            self.first = item
         rare = item.record.get("rare_terms") or ()
         if item.score >= self.floor or (item.score >= self.lowest
                                         and item.score >= FOLLOW * self.last):
@@ -179,7 +192,7 @@ class Cutoff:
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
     smallest: int = 0, min_score_ratio: float = 0.0, memos: TextMemos | None = None,
-    rare_left: int = 0,
+    rare_left: int = 0, related: Related | None = None,
 ) -> tuple[str, list[tuple[Scored, int]]]:
     """The pack text and the chosen items with their rendered UTF-8 sizes, best first.
 
@@ -213,7 +226,7 @@ def pack(
     cutoff: Cutoff | None = None
     for item in scored:
         if cutoff is None:
-            cutoff = Cutoff(item.score, min_score_ratio, rare_left)
+            cutoff = Cutoff(item.score, min_score_ratio, rare_left, related)
         admitted = cutoff.admits(item)
         if admitted is None:
             break

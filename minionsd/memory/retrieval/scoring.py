@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from minionsd.storage import fts
@@ -38,6 +38,7 @@ class Counted:
     id: str
     freq: Mapping[str, float]  # query stem -> column-weighted occurrences
     length: int  # tokens in title + body + aux
+    words: Mapping[str, float] = field(default_factory=dict)  # every stem of the row (shared)
 
 
 class Stored:
@@ -149,7 +150,7 @@ def count_pool(conn: sqlite3.Connection, index: RecallIndex, token: int, pool: l
         view.remember("counts", parsed, token, _counts_bytes)
         found |= parsed
     key = tuple(sorted(stem_terms))
-    return [Counted(seq, entry.id, entry.weights(key), entry.length)
+    return [Counted(seq, entry.id, entry.weights(key), entry.length, entry.counts)
             for seq, entry in found.items()]
 
 
