@@ -20,14 +20,20 @@ def test_a_dead_observer_is_restarted_and_hints_flow_again(tmp_path: Path) -> No
         hints = asyncio.Event()
         watcher = InboxWatcher(_App(tmp_path / "home"), on_change=hints.set)  # type: ignore[arg-type]
         await watcher.start()
+        inbox = tmp_path / "home" / "notes" / "inbox"
         try:
             assert watcher.healthy()
+            # Hints flow first: the observer's inotify reader is reading. (watchdog 7 leaks its
+            # inotify descriptor and pipe when a reader is stopped before its first read.)
+            (inbox / "first.md").write_text("hello\n")
+            await asyncio.wait_for(hints.wait(), 10)
+            hints.clear()
             watcher._observer.stop()  # the thread dies, as it does when a handler raises
             await asyncio.to_thread(watcher._observer.join, 5)
             assert not watcher.healthy()
             await asyncio.to_thread(watcher.check_observer)
             alive = watcher.healthy()
-            (tmp_path / "home" / "notes" / "inbox" / "n.md").write_text("hello\n")
+            (inbox / "n.md").write_text("hello\n")
             await asyncio.wait_for(hints.wait(), 10)
             return watcher.restarts, int(hints.is_set()), alive
         finally:
