@@ -140,3 +140,30 @@ def home_app(root: Path, config_toml: str) -> Iterator[Any]:
         yield App(home=home, config=load_config(home.config, {}), db=db)
     finally:
         db.close()
+
+
+@contextlib.contextmanager
+def recall_dispatcher(root: Path, body: str) -> Iterator[tuple[Any, str, Any]]:
+    """The daemon's method table (the recall surface's methods included) over a fresh home at
+    `root` holding one record with `body`, served in-process: (dispatcher, record id, db)."""
+    from minionsd.memory.recall import RecallSurface
+    from minionsd.rpc.methods import build_methods
+    from minionsd.rpc.protocol import Dispatcher
+    from minionsd.storage import records
+    from minionsd.storage.record_fields import validate_new
+
+    with home_app(root, "") as app:
+        record_id = app.db.write_blocking(lambda conn: records.insert(conn, validate_new(
+            {"title": "Cache flush", "body": body, "type": "semantic", "scope": "global",
+             "trust": "human", "source": "test"}), app.now()))
+        surface = RecallSurface(app)
+
+        async def unused(*_args: Any) -> dict[str, Any]:
+            return {}
+
+        dispatcher = Dispatcher(build_methods(app, status=unused, config_changed=unused,
+                                              extra=surface.methods()))
+        try:
+            yield dispatcher, record_id, app.db
+        finally:
+            surface.telemetry.flush()

@@ -10,40 +10,16 @@ import threading
 
 import pytest
 
-from minionsd.config import load as load_config
-from minionsd.home import Home
-from minionsd.memory.app import App
-from minionsd.memory.recall import RecallSurface
-from minionsd.rpc.methods import build_methods
-from minionsd.rpc.protocol import Dispatcher
-from minionsd.storage import records
-from minionsd.storage.database import Database
-from minionsd.storage.record_fields import validate_new
+from tests.harness import recall_dispatcher
 
 MARK = "quokkaflush"  # a word only the stored record holds
 
 
 @pytest.fixture
 def served(short_home):
-    home = Home(short_home)
-    home.ensure()
-    db = Database(home.db)
-    app = App(home=home, config=load_config(home.config, {}), db=db)
-    record_id = db.write_blocking(lambda conn: records.insert(conn, validate_new(
-        {"title": "Cache flush", "body": f"{MARK} the cache pool after a deploy: ünïcödé ✓",
-         "type": "semantic", "scope": "global", "trust": "human", "source": "test"}),
-        app.now()))
-    surface = RecallSurface(app)
-
-    async def unused(*_args):
-        return {}
-
-    dispatcher = Dispatcher(build_methods(app, status=unused, config_changed=unused,
-                                          extra=surface.methods()))
-    try:
+    body = f"{MARK} the cache pool after a deploy: ünïcödé ✓"
+    with recall_dispatcher(short_home, body) as (dispatcher, record_id, _db):
         yield dispatcher, record_id
-    finally:
-        db.close()
 
 
 def _encodings(monkeypatch):
