@@ -143,19 +143,28 @@ def home_app(root: Path, config_toml: str) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
+def app_with_record(root: Path, body: str, **fields: Any) -> Iterator[tuple[Any, str]]:
+    """home_app on a fresh home at `root` holding one human, global, semantic record titled
+    "Cache flush" with `body` (and `fields`): (app, record id)."""
+    from minionsd.storage import records
+    from minionsd.storage.record_fields import validate_new
+
+    with home_app(root, "") as app:
+        record = {"title": "Cache flush", "body": body, "type": "semantic", "scope": "global",
+                  "trust": "human", "source": "test", **fields}
+        yield app, app.db.write_blocking(
+            lambda conn: records.insert(conn, validate_new(record), app.now()))
+
+
+@contextlib.contextmanager
 def recall_dispatcher(root: Path, body: str) -> Iterator[tuple[Any, str, Any]]:
     """The daemon's method table (the recall surface's methods included) over a fresh home at
     `root` holding one record with `body`, served in-process: (dispatcher, record id, db)."""
     from minionsd.memory.recall import RecallSurface
     from minionsd.rpc.methods import build_methods
     from minionsd.rpc.protocol import Dispatcher
-    from minionsd.storage import records
-    from minionsd.storage.record_fields import validate_new
 
-    with home_app(root, "") as app:
-        record_id = app.db.write_blocking(lambda conn: records.insert(conn, validate_new(
-            {"title": "Cache flush", "body": body, "type": "semantic", "scope": "global",
-             "trust": "human", "source": "test"}), app.now()))
+    with app_with_record(root, body) as (app, record_id):
         surface = RecallSurface(app)
 
         async def unused(*_args: Any) -> dict[str, Any]:
@@ -167,3 +176,26 @@ def recall_dispatcher(root: Path, body: str) -> Iterator[tuple[Any, str, Any]]:
             yield dispatcher, record_id, app.db
         finally:
             surface.telemetry.flush()
+
+
+def run_at_once(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Each of `calls` on a thread of its own, all released together by a barrier: what each
+    returned or raised, in order."""
+    import threading
+
+    outcomes: list[Any] = [None] * len(calls)
+    start = threading.Barrier(len(calls))
+
+    def one(n: int) -> None:
+        start.wait()
+        try:
+            outcomes[n] = calls[n]()
+        except BaseException as exc:
+            outcomes[n] = exc
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from minionsd.client import RpcError
+from tests.harness import run_at_once
 
 
 def test_every_outcome_leaves_only_placed_notes(make_daemon, short_home):
@@ -40,7 +41,6 @@ def test_every_outcome_leaves_only_placed_notes(make_daemon, short_home):
 def test_submissions_sent_together_each_get_their_own_outcome(make_daemon, short_home):
     """Concurrent submissions share transactions on the writer: each still gets its own
     answer (new, numbered, duplicate, refused), and every placed note is whole."""
-    import threading
 
     from minionsd.client import Client
 
@@ -54,22 +54,11 @@ def test_submissions_sent_together_each_get_their_own_outcome(make_daemon, short
     calls += [{"body": "Other words", "author": "dallas", "title": "same"}]
     calls += [{"body": f"learned {n}", "author": "dallas", "kind": "finding", "task": "W-1",
                "outcome": "success", "title": f"finding {n}"} for n in range(3)]
-    replies: list = [None] * len(calls)
-    start = threading.Barrier(len(calls))
-
-    def one(n: int) -> None:
+    def one(params: dict):
         with Client(str(daemon.socket), timeout=60) as client:
-            start.wait()
-            try:
-                replies[n] = client.call("inbox.submit", calls[n])
-            except RpcError as exc:
-                replies[n] = exc
+            return client.call("inbox.submit", params)
 
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    replies = run_at_once([lambda params=params: one(params) for params in calls])
     assert all(r["duplicate"] is False for r in replies[:16])
     same = replies[16:19]
     assert sum(not r["duplicate"] for r in same) == 1 and len({r["name"] for r in same}) == 1

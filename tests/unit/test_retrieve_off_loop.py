@@ -7,25 +7,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from minionsd.config import load as load_config
-from minionsd.home import Home
 from minionsd.memory import recall
-from minionsd.memory.app import App
 from minionsd.memory.retrieval import query
-from minionsd.storage import records
-from minionsd.storage.database import Database
-from minionsd.storage.record_fields import validate_new
+from tests.harness import app_with_record
 
 
 def test_terms_ranking_and_fence_run_on_a_reader_thread(short_home, monkeypatch):
-    home = Home(short_home)
-    home.ensure()
-    db = Database(home.db)
-    app = App(home=home, config=load_config(home.config, {}), db=db)
-    db.write_blocking(lambda conn: records.insert(conn, validate_new(
-        {"title": "Cache flush", "body": "flush the cache pool after a deploy",
-         "type": "semantic", "scope": "global", "trust": "human", "source": "test"}),
-        app.now()))
     where: dict[str, int] = {}
     plain_terms, plain_fence = query.task_terms, recall.fence
 
@@ -40,16 +27,14 @@ def test_terms_ranking_and_fence_run_on_a_reader_thread(short_home, monkeypatch)
     monkeypatch.setattr(query, "task_terms", task_terms)
     monkeypatch.setattr(recall, "fence", fence)
 
-    async def retrieve():
+    async def retrieve(app):
         queue = recall.TelemetryQueue(app)
         result = await recall.retrieve(app, {"id": "t1", "title": "flush the cache pool"},
                                        None, None, queue)
         queue.flush()
         return result, threading.get_ident()
 
-    try:
-        result, loop_thread = asyncio.run(retrieve())
-    finally:
-        db.close()
+    with app_with_record(short_home, "flush the cache pool after a deploy") as (app, _id):
+        result, loop_thread = asyncio.run(retrieve(app))
     assert result["selected"] and "flush the cache pool" in result["text"]
     assert where["terms"] != loop_thread and where["fence"] != loop_thread

@@ -12,6 +12,7 @@ from minionsd.errors import Conflict, StorageError
 from minionsd.service.shared_txn import SharedTransactions
 from minionsd.storage.database import Database
 from minionsd.storage.submissions import alone
+from tests.harness import run_at_once
 
 
 @pytest.fixture
@@ -34,22 +35,7 @@ def names(db: Database) -> set[str]:
 
 
 def run_together(shared: SharedTransactions, jobs: list) -> list:
-    outcomes: list = [None] * len(jobs)
-    start = threading.Barrier(len(jobs))
-
-    def one(n: int) -> None:
-        start.wait()
-        try:
-            outcomes[n] = shared.run(jobs[n])
-        except BaseException as exc:
-            outcomes[n] = exc
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(len(jobs))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return outcomes
+    return run_at_once([lambda job=job: shared.run(job) for job in jobs])
 
 
 def test_jobs_queued_during_a_transaction_share_the_next_and_each_gets_its_own_outcome(db):

@@ -9,27 +9,14 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.config import load as load_config
-from minionsd.home import Home
 from minionsd.memory import recall
-from minionsd.memory.app import App
 from minionsd.memory.retrieval import memos as memos_mod
 from minionsd.memory.retrieval import query
 from minionsd.memory.retrieval.memos import TaskQuery, TextMemos
-from minionsd.storage import records
-from minionsd.storage.database import Database
-from minionsd.storage.record_fields import validate_new
+from tests.harness import app_with_record
 
 
 def test_a_task_asked_again_is_not_read_again(short_home, monkeypatch):
-    home = Home(short_home)
-    home.ensure()
-    db = Database(home.db)
-    app = App(home=home, config=load_config(home.config, {}), db=db)
-    db.write_blocking(lambda conn: records.insert(conn, validate_new(
-        {"title": "Cache flush", "body": "flush the cache pool after a deploy on 2026-03-02",
-         "type": "semantic", "scope": "global", "trust": "human", "source": "test",
-         "paths": ["src/cache/pool.py"]}), app.now()))
     read: list[str] = []
     plain = query.task_terms
 
@@ -41,18 +28,17 @@ def test_a_task_asked_again_is_not_read_again(short_home, monkeypatch):
     task = {"id": "t1", "title": "flush the cache pool", "files": ["src/cache/pool.py"],
             "description": "since 2026-03-02 the pool keeps stale entries"}
 
-    async def retrieve(asked):
+    async def retrieve(app, asked):
         queue = recall.TelemetryQueue(app)
         result = await recall.retrieve(app, asked, None, None, queue)
         queue.flush()
         return result
 
-    try:
-        first = asyncio.run(retrieve(task))
-        again = asyncio.run(retrieve(dict(task)))
-        other = asyncio.run(retrieve(task | {"title": "flush the cache pools"}))
-    finally:
-        db.close()
+    with app_with_record(short_home, "flush the cache pool after a deploy on 2026-03-02",
+                         paths=["src/cache/pool.py"]) as (app, _id):
+        first = asyncio.run(retrieve(app, task))
+        again = asyncio.run(retrieve(app, dict(task)))
+        other = asyncio.run(retrieve(app, task | {"title": "flush the cache pools"}))
     assert read == ["flush the cache pool", "flush the cache pools"]
     assert first["selected"] and "flush the cache pool" in first["text"]
     same = ("terms", "candidates", "selected", "text", "bytes", "fallback_reason")
