@@ -13,8 +13,9 @@ This module owns what an agent reads of each recalled record and how many fit. P
   scoring below ``min_score_ratio`` times the best record's score (:func:`score_floor`) is
   packed only when it closely follows the record packed before it, or holds a rare
   identifier, error code or file name of the task that no packed record holds, or (given
-  `related`) shares the rare words of the first record packed: ``top_k`` is a ceiling, not a
-  quota. The result is what goes inside the untrusted-input fence.
+  `related`) shares the rare words of the first record packed (fewer of them when it adds a
+  rare word of the task the pack lacks): ``top_k`` is a ceiling, not a quota. The result is
+  what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
 (plus one blank line between items).
@@ -23,8 +24,8 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
 from minionsd.memory.retrieval.rank import Scored
@@ -43,8 +44,21 @@ ITEM_SEPARATOR = "\n\n"
 # this many names a record (the pack's byte budget counts the line).
 ALSO_PREFIX = "\nalso: "
 ALSO_MAX = 3
-# related(first packed record, record): is the record about the same thing (.related)?
-Related = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+# A record below the floor that holds a rare word of the task no packed record holds needs
+# only this many rare words in common with the first record packed (.related), instead of
+# .related.SHARED_MIN: it adds a side of the task the pack lacks, and the shared word says it
+# is about the same thing (chosen on the blind evaluation set: docs/retrieval.md).
+ADDING_SHARED = 1
+
+
+class Related(Protocol):
+    """related(first packed record, record[, least]): do the two share at least `least`
+    rare words, or the relatedness's own minimum without it (:mod:`.related`)?"""
+
+    def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
+                 least: int = ...) -> bool: ...
+
+
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -149,7 +163,10 @@ class Cutoff:
     candidate search) that no packed record holds, however low it scores: the note about
     the identifier, path or error code the task names is not cut for being less similar
     overall. A record scoring at least ``LAST_FLOOR`` of the floor is also packed when
-    `related` (:mod:`.related`) says it is about the same thing as the first record packed.
+    `related` (:mod:`.related`) says it is about the same thing as the first record packed:
+    it shares ``SHARED_MIN`` rare words with it, or only ``ADDING_SHARED`` when the record
+    holds a rare word of the task (``rare_stems``) that no packed record holds, so that the
+    pack covers the task's sides and not only the one the best match is about.
     With ratio 0 nothing is cut.
     """
 
@@ -162,6 +179,7 @@ class Cutoff:
         self.rare_left = rare_left  # records with rare terms not yet asked about
         self.related = related
         self.first: Scored | None = None  # the first record packed
+        self.covered: set[str] = set()  # the task's rare stems the packed records hold
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -174,8 +192,12 @@ class Cutoff:
         if any(term not in self.named for term in rare):
             return True
         if self.related is not None and self.first is not None and item.score >= self.lowest:
-            # A later record scoring at least the last floor may still be related.
-            return self.related(self.first.record, item.record)
+            # A later record scoring at least the last floor may still be related; one that
+            # adds a rare word of the task the pack lacks needs fewer words in common.
+            first = self.first.record
+            if any(stem not in self.covered for stem in item.record.get("rare_stems") or ()):
+                return self.related(first, item.record, ADDING_SHARED)
+            return self.related(first, item.record)
         # Later records score no more, so only a rare term can let one in.
         return False if self.rare_left > 0 else None
 
@@ -187,6 +209,7 @@ class Cutoff:
                                         and item.score >= FOLLOW * self.last):
             self.last = item.score
         self.named.update(rare)
+        self.covered.update(item.record.get("rare_stems") or ())
 
 
 def pack(

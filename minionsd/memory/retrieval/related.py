@@ -35,7 +35,8 @@ SHARED_MIN = 4
 
 
 class SharedRareWords:
-    """``related(best, record)``: does `record` share ``SHARED_MIN`` rare words with `best`?
+    """``related(best, record, least)``: does `record` share `least` (``SHARED_MIN`` unless
+    given) rare words with `best`?
 
     Both are candidate records as :func:`~.candidates.fetch_candidates` returns them (their
     ``words`` are every stem they hold); `candidates`, the retrieval's candidates, spare the
@@ -54,7 +55,8 @@ class SharedRareWords:
         self._limit: int | None = None
         self._rows = 0
 
-    def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any],
+                 least: int = SHARED_MIN) -> bool:
         theirs = best.get("words")
         mine = record.get("words")
         if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
@@ -67,15 +69,18 @@ class SharedRareWords:
             self._task = frozenset(stem for stem in stems.values() if stem)
         task = self._task
         shared = [word for word in theirs if word in mine and word not in task]
-        if len(shared) < SHARED_MIN:
+        least = max(1, least)
+        if len(shared) < least:
             return False
         self._sift(shared)
         rare = self._rare
         left = [word for word in shared if rare.get(word, True)]
-        if len(left) < SHARED_MIN:
+        if len(left) < least:
             return False
+        if sum(rare.get(word, False) for word in left) >= least:
+            return True  # the remembered answers are enough
         self._count([word for word in left if word not in rare])
-        return sum(rare[word] for word in left) >= SHARED_MIN
+        return sum(rare[word] for word in left) >= least
 
     def _rare_limit(self) -> int:
         if self._limit is None:
