@@ -164,3 +164,45 @@ def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
         assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, related, unrelated)
     d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
     assert _selected(d, INCIDENT_TASK) == [incident, related]
+
+
+RETENTION_TASK = {"id": "W-6", "title": "Extend the readings retention to two years",
+                  "description": "Product wants two years of readings history. Change the "
+                  "retention of the readings table and estimate the extra disk it needs."}
+
+
+def test_a_note_on_another_side_of_the_task_is_not_cut(make_daemon, short_home: Path) -> None:
+    """The first match is about the task's retention change; a second note is about a side of
+    the task it does not cover (the disk, a word few notes hold) and names one rare thing of
+    the first match (its cluster), so it is about the same system: it is packed though it
+    scores below the cutoff's floor. Two notes in the same score band are not: one holds
+    another rare word of the task but nothing of the first match, one names the first
+    match's cluster but adds no side of the task the pack lacks."""
+    configure(short_home, "")
+    d = make_daemon()
+    first = add(d, "The readings table keeps 90 days: its retention is a TTL set in "
+                "migration 0013, and a retention change goes through a new migration that "
+                "alters the TTL. Rows past the TTL are dropped when parts merge on the "
+                "borealis cluster.", title="Readings retention", scope="project:shop")
+    disk = add(d, "The borealis cluster has four nodes with 2 TB of disk each, half used.",
+               title="Cluster size", scope="project:shop")
+    elsewhere = add(d, "The billing history export writes a monthly file for finance.",
+                    title="Billing export", scope="project:shop")
+    same_cluster = add(d, "The borealis cluster is upgraded on the first Monday of each "
+                       "month; the readings ingest pauses for it.", title="Upgrades",
+                       scope="project:shop")
+    for body in FILLER:
+        add(d, body, scope="project:shop")
+    for i in range(30):
+        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
+            "table of the report is shown in the group page for a day or two from then on.",
+            scope="project:shop")
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=RETENTION_TASK,
+                                                   project="shop")["selected"]}
+    best = scores[first]
+    assert max(scores.values()) == best
+    for other in (disk, elsewhere, same_cluster):
+        assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, other)
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    assert _selected(d, RETENTION_TASK) == [first, disk]

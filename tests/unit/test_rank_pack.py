@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minionsd.memory.retrieval.pack import (
+    ADDING_SHARED,
     FOLLOW,
     LAST_FLOOR,
     dedupe,
@@ -20,6 +21,7 @@ from minionsd.memory.retrieval.pack import (
     score_floor,
 )
 from minionsd.memory.retrieval.rank import Scored, rank
+from minionsd.memory.retrieval.related import SHARED_MIN
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -529,3 +531,83 @@ def test_pack_with_relatedness_adds_only_related_records_above_the_last_floor(
     if len(got) < top_k:  # nothing related above the last floor was left out
         assert plain_ids == [i for i in got if i in plain_ids]
         assert {s.id for s in items if s.id in marked and s.score >= lowest} <= set(got)
+
+
+def _sharing(shares: Mapping[str, int]) -> Any:
+    """A relatedness under which a record shares `shares[id]` rare words with the first record
+    packed (and that records what it was asked)."""
+    asked: list[tuple[str, str, int]] = []
+
+    def related(first: Mapping[str, Any], record: Mapping[str, Any],
+                least: int = SHARED_MIN) -> bool:
+        asked.append((first["id"], record["id"], least))
+        return shares.get(record["id"], 0) >= least
+
+    related.asked = asked  # type: ignore[attr-defined]
+    return related
+
+
+def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> None:
+    # floor 0.9, last floor 0.63. M-1 holds the task's rare word "retent"; M-2 adds "disk"
+    # and shares one rare word with M-1; M-3 adds "disk" too, but M-2 holds it by then;
+    # M-4 adds "year" and shares none; M-5 adds nothing and shares one.
+    items = [S(rid, score, rid, rare_stems=(stem,)) for rid, score, stem in (
+        ("M-1", 2.0, "retent"), ("M-2", 0.8, "disk"), ("M-3", 0.75, "disk"),
+        ("M-4", 0.7, "year"), ("M-5", 0.66, "retent"), ("M-6", 0.6, "x"))]
+    related = _sharing({"M-2": 1, "M-3": 1, "M-4": 0, "M-5": 1, "M-6": 3})
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=related)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
+    # Fewer words are asked for only of a record that adds a rare word of the task; nothing
+    # below the last floor (M-6) is asked about.
+    asked = related.asked  # type: ignore[attr-defined]
+    assert asked == [("M-1", "M-2", ADDING_SHARED), ("M-1", "M-3", SHARED_MIN),
+                     ("M-1", "M-4", ADDING_SHARED), ("M-1", "M-5", SHARED_MIN)]
+    # With four words in common a record is packed whether or not it adds a word.
+    related = _sharing({"M-3": SHARED_MIN, "M-5": SHARED_MIN})
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=related)
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-5"]
+
+
+def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
+                      shares: Mapping[str, int]) -> list[str]:
+    """The cutoff's rules read plainly, for records that all fit."""
+    if not items:
+        return []
+    floor = score_floor(items[0].score, ratio)
+    lowest = LAST_FLOOR * floor
+    last, named, covered = items[0].score, set(), set()
+    packed: list[str] = []
+    for item in items:
+        if len(packed) == top_k:
+            break
+        rare, stems = set(item.record["rare_terms"]), set(item.record["rare_stems"])
+        by_score = item.score >= floor or (item.score >= lowest and item.score >= FOLLOW * last)
+        needed = ADDING_SHARED if stems - covered else SHARED_MIN
+        related = bool(packed) and item.score >= lowest and shares[item.id] >= needed
+        if by_score or rare - named or related:
+            packed.append(item.id)
+            if by_score:
+                last = item.score
+            named |= rare
+            covered |= stems
+    return packed
+
+
+@given(st.lists(st.tuples(st.floats(0, 10), st.sampled_from(["", "x"]),
+                          st.sets(st.sampled_from(["a", "b", "c"])), st.integers(0, 5)),
+                max_size=20),
+       st.floats(0, 1), st.integers(1, 10))
+def test_pack_with_relatedness_agrees_with_the_plain_rules(
+        entries: list[tuple[float, str, set[str], int]], ratio: float, top_k: int) -> None:
+    items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}",
+                                      rare_terms=(rare,) if rare else (),
+                                      rare_stems=tuple(sorted(stems))))
+                    for i, (score, rare, stems, _n) in enumerate(entries)),
+                   key=lambda s: (-s.score, s.id))
+    shares = {f"M-{i:02d}": n for i, (_s, _r, _st, n) in enumerate(entries)}
+    rare_left = sum(bool(s.record["rare_terms"]) for s in items)
+    _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
+                         rare_left=rare_left, related=_sharing(shares))
+    assert [s.id for s, _ in chosen] == _reference_cutoff(items, ratio, top_k, shares)

@@ -50,6 +50,22 @@ def test_four_shared_rare_words_make_a_record_related_three_do_not(conn) -> None
     assert not _related(conn, ["ingest", "lag"])
 
 
+def test_fewer_shared_words_can_be_asked_for(conn) -> None:
+    _corpus(conn, " ".join(RARE[:5]), RARE[0])
+    found = _candidates(conn, ["ingest", "lag"])
+    related = SharedRareWords(RecallIndex(), conn, ["ingest", "lag"])
+    assert not related(found["M-best"], found["M-other"])  # SHARED_MIN by default
+    assert related(found["M-best"], found["M-other"], 1)
+    assert not related(found["M-best"], found["M-other"], 2)
+    # However few are asked for, a common word is not a rare one.
+    conn.execute("DELETE FROM memory_records")
+    _corpus(conn, " ".join(RARE[:5]), "cluster")
+    found = _candidates(conn, ["ingest", "lag"])
+    related = SharedRareWords(RecallIndex(), conn, ["ingest", "lag"])
+    assert not related(found["M-best"], found["M-other"], 1)
+    assert not related(found["M-best"], found["M-other"], 0)
+
+
 def test_the_tasks_own_words_do_not_count(conn) -> None:
     _corpus(conn, " ".join(RARE[:3]), " ".join(RARE[:3]), task_word="ingest sink")
     # Both hold "ingest" and "sink", rare in this memory: when the task says both, 3
@@ -75,7 +91,7 @@ def test_a_record_without_words_is_not_related(conn) -> None:
 
 
 def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, Any],
-               terms: list[str]) -> bool:
+               terms: list[str], least: int = SHARED_MIN) -> bool:
     """Plainly: the stems both hold, minus the task's and the stop words', that at most
     rare_limit rows hold (fts5vocab's exact count) and that are their own stems."""
     rows = conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
@@ -84,7 +100,7 @@ def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, 
     shared = (set(best["words"]) & set(other["words"])) - task
     own = fts.stems(conn, list(shared))
     rare = [w for w in shared if own.get(w) == w and 0 < dfs.get(w, 0) <= rare_limit(rows)]
-    return len(rare) >= SHARED_MIN
+    return len(rare) >= least
 
 
 WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue", "the",
@@ -117,6 +133,11 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
         assert with_pool(found[0], other) == expected
         assert alone(found[0], other) == expected
         assert fresh(found[0], other) == expected
+        # Asked for fewer (or more) words in common, after the answers above are remembered.
+        for least in (1, 2, 5):
+            expected = _reference(conn, found[0], other, terms, least)
+            assert with_pool(found[0], other, least) == expected
+            assert fresh(found[0], other, least) == expected
 
 
 def test_the_index_remembers_which_words_are_rare_for_the_same_limit(conn) -> None:
