@@ -15,6 +15,7 @@ from minionsd.memory.retrieval.pack import (
     ADDING_SHARED,
     FOLLOW,
     LAST_FLOOR,
+    RELATED_FLOOR,
     dedupe,
     pack,
     render_item,
@@ -484,16 +485,20 @@ def _related_to(*ids: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], b
     return related
 
 
-def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_last_floor() -> None:
-    # floor 0.9, last floor 0.63: M-2, M-3 and M-4 are below the floor and do not follow M-1.
-    items = [S("M-1", 2.0, "a"), S("M-2", 0.8, "b"), S("M-3", 0.7, "c"), S("M-4", 0.62, "d")]
-    related = _related_to("M-3", "M-4")
+def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_floor() -> None:
+    # floor 0.9, last floor 0.63, related floor 0.45: M-2 to M-5 are below the floor and do not
+    # follow M-1.
+    assert RELATED_FLOOR == 0.5
+    items = [S("M-1", 2.0, "a"), S("M-2", 0.8, "b"), S("M-3", 0.7, "c"), S("M-4", 0.5, "d"),
+             S("M-5", 0.44, "e")]
+    related = _related_to("M-3", "M-4", "M-5")
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
                          related=related)
-    # M-2 is not related; M-3 is; M-4 is related but below the last floor.
-    assert [s.id for s, _ in chosen] == ["M-1", "M-3"]
-    # Only records between the last floor and the floor are asked about, against M-1.
-    assert related.asked == [("M-1", "M-2"), ("M-1", "M-3")]  # type: ignore[attr-defined]
+    # M-2 is not related; M-3 is; M-4 is, below the last floor; M-5 is below the related floor.
+    assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-4"]
+    # Only records between the related floor and the floor are asked about, against M-1.
+    assert related.asked == [  # type: ignore[attr-defined]
+        ("M-1", "M-2"), ("M-1", "M-3"), ("M-1", "M-4")]
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45)
     assert [s.id for s, _ in chosen] == ["M-1"]  # without it, as before
 
@@ -509,7 +514,7 @@ def test_relatedness_is_to_the_first_record_packed_not_the_best_one() -> None:
 
 @given(st.lists(st.tuples(st.floats(0, 10), st.booleans()), max_size=20), st.floats(0, 1),
        st.integers(1, 10))
-def test_pack_with_relatedness_adds_only_related_records_above_the_last_floor(
+def test_pack_with_relatedness_adds_only_related_records_above_the_related_floor(
         entries: list[tuple[float, bool]], ratio: float, top_k: int) -> None:
     items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}")) for i, (score, _r)
                     in enumerate(entries)), key=lambda s: (-s.score, s.id))
@@ -518,17 +523,17 @@ def test_pack_with_relatedness_adds_only_related_records_above_the_last_floor(
     _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
                          related=_related_to(*marked))
     best = items[0].score if items else 0.0
-    lowest = LAST_FLOOR * score_floor(best, ratio)
+    lowest = RELATED_FLOOR * score_floor(best, ratio)
     got = [s.id for s, _ in chosen]
-    # What the plain cutoff packs is packed first; the rest are related and above the last
-    # floor, in order, up to top_k.
+    # What the plain cutoff packs is packed first; the rest are related and above the
+    # related floor, in order, up to top_k.
     plain_ids = [s.id for s, _ in plain]
     assert [i for i in got if i in plain_ids] == plain_ids[:len([i for i in got
                                                                if i in plain_ids])]
     extra = [s for s, _ in chosen if s.id not in plain_ids]
     assert all(s.id in marked and s.score >= lowest for s in extra)
     assert got == [s.id for s in items if s.id in got]
-    if len(got) < top_k:  # nothing related above the last floor was left out
+    if len(got) < top_k:  # nothing related above the related floor was left out
         assert plain_ids == [i for i in got if i in plain_ids]
         assert {s.id for s in items if s.id in marked and s.score >= lowest} <= set(got)
 
@@ -548,21 +553,26 @@ def _sharing(shares: Mapping[str, int]) -> Any:
 
 
 def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> None:
-    # floor 0.9, last floor 0.63. M-1 holds the task's rare word "retent"; M-2 adds "disk"
-    # and shares one rare word with M-1; M-3 adds "disk" too, but M-2 holds it by then;
-    # M-4 adds "year" and shares none; M-5 adds nothing and shares one.
-    items = [S(rid, score, rid, rare_stems=(stem,)) for rid, score, stem in (
+    # floor 0.9, last floor 0.63, related floor 0.45. M-1 holds the task's rare word
+    # "retent"; M-2 adds "disk" and shares one rare word with M-1; M-3 adds "disk" too, but
+    # M-2 holds it by then; M-4 adds "year" and shares none; M-5 adds nothing and shares one;
+    # M-6 adds "tb" and shares three, below the last floor.
+    task_rare = frozenset({"retent", "disk", "year", "tb", "x"})
+    items = [S(rid, score, rid, task_rare=task_rare, words={stem: 1, "common": 2})
+             for rid, score, stem in (
         ("M-1", 2.0, "retent"), ("M-2", 0.8, "disk"), ("M-3", 0.75, "disk"),
-        ("M-4", 0.7, "year"), ("M-5", 0.66, "retent"), ("M-6", 0.6, "x"))]
-    related = _sharing({"M-2": 1, "M-3": 1, "M-4": 0, "M-5": 1, "M-6": 3})
+        ("M-4", 0.7, "year"), ("M-5", 0.66, "retent"), ("M-6", 0.6, "tb"),
+        ("M-7", 0.4, "x"))]
+    related = _sharing({"M-2": 1, "M-3": 1, "M-4": 0, "M-5": 1, "M-6": 3, "M-7": 9})
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
                          related=related)
     assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
-    # Fewer words are asked for only of a record that adds a rare word of the task; nothing
-    # below the last floor (M-6) is asked about.
+    # Fewer words are asked for only of a record above the last floor that adds a rare word
+    # of the task; nothing below the related floor (M-7) is asked about.
     asked = related.asked  # type: ignore[attr-defined]
     assert asked == [("M-1", "M-2", ADDING_SHARED), ("M-1", "M-3", SHARED_MIN),
-                     ("M-1", "M-4", ADDING_SHARED), ("M-1", "M-5", SHARED_MIN)]
+                     ("M-1", "M-4", ADDING_SHARED), ("M-1", "M-5", SHARED_MIN),
+                     ("M-1", "M-6", SHARED_MIN)]
     # With four words in common a record is packed whether or not it adds a word.
     related = _sharing({"M-3": SHARED_MIN, "M-5": SHARED_MIN})
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
@@ -582,10 +592,12 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
     for item in items:
         if len(packed) == top_k:
             break
-        rare, stems = set(item.record["rare_terms"]), set(item.record["rare_stems"])
+        rare = set(item.record["rare_terms"])
+        stems = set(item.record["words"]) & item.record["task_rare"]
         by_score = item.score >= floor or (item.score >= lowest and item.score >= FOLLOW * last)
-        needed = ADDING_SHARED if stems - covered else SHARED_MIN
-        related = bool(packed) and item.score >= lowest and shares[item.id] >= needed
+        needed = ADDING_SHARED if stems - covered and item.score >= lowest else SHARED_MIN
+        related = (bool(packed) and item.score >= RELATED_FLOOR * floor
+                   and shares[item.id] >= needed)
         if by_score or rare - named or related:
             packed.append(item.id)
             if by_score:
@@ -595,15 +607,18 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
     return packed
 
 
+TASK_RARE = frozenset({"a", "b", "c"})  # the task's rare stems; "d" is another word
+
+
 @given(st.lists(st.tuples(st.floats(0, 10), st.sampled_from(["", "x"]),
-                          st.sets(st.sampled_from(["a", "b", "c"])), st.integers(0, 5)),
+                          st.sets(st.sampled_from(["a", "b", "c", "d"])), st.integers(0, 5)),
                 max_size=20),
        st.floats(0, 1), st.integers(1, 10))
 def test_pack_with_relatedness_agrees_with_the_plain_rules(
         entries: list[tuple[float, str, set[str], int]], ratio: float, top_k: int) -> None:
     items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}",
                                       rare_terms=(rare,) if rare else (),
-                                      rare_stems=tuple(sorted(stems))))
+                                      task_rare=TASK_RARE, words=dict.fromkeys(stems, 1)))
                     for i, (score, rare, stems, _n) in enumerate(entries)),
                    key=lambda s: (-s.score, s.id))
     shares = {f"M-{i:02d}": n for i, (_s, _r, _st, n) in enumerate(entries)}

@@ -55,11 +55,11 @@ def fetch_candidates(
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
     own bm25), ``matched_terms`` (how many of `terms` it contains) and ``rare_terms`` (the
     terms of `naming` it contains that are rare in the memory, :func:`rare_limit`, as a
-    tuple), ``rare_stems`` (the FTS5 stems of the task's words, naming or not, it contains
-    that are rare in the memory, as a tuple: the pack's cutoff asks whether a record adds
-    one the packed records lack) and ``words`` (every FTS5 stem of the record, a mapping
-    shared with the index's cache: do not change it; :mod:`.related` reads it). Ties are
-    broken by id.
+    tuple), ``task_rare`` (the FTS5 stems of the task's words, naming terms or not, that are
+    rare in the memory: one frozenset, the same for every candidate of a call; the pack's
+    cutoff asks whether a record adds one the packed records lack) and ``words`` (every FTS5
+    stem of the record, a mapping shared with the index's cache: do not change it;
+    :mod:`.related` and the cutoff read it). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
@@ -98,8 +98,9 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     rare = {stem: named for stem, group in stem_terms.items()
             if (named := tuple(t for t in group if t in rare_naming))} if rare_naming else {}
     # The stems of the task's rare words, naming terms or not (a stem is rare when one of its
-    # terms is).
-    rare_stems = {stem for stem, group in stem_terms.items() if any(dfs[t] <= most for t in group)}
+    # terms is). Which of them a record holds is found only if asked, from its words.
+    task_rare = frozenset(stem for stem, group in stem_terms.items()
+                          if any(dfs[t] <= most for t in group))
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
@@ -115,10 +116,8 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         matched = sum(map(terms_per_stem.__getitem__, counted_row.freq))
         named = tuple(t for stem in counted_row.freq if stem in rare for t in rare[stem]) \
             if rare else ()
-        held = tuple(stem for stem in counted_row.freq if stem in rare_stems) \
-            if rare_stems else ()
         out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named,
-                        rare_stems=held, words=counted_row.words))
+                        task_rare=task_rare, words=counted_row.words))
     return out
 
 

@@ -49,6 +49,10 @@ ALSO_MAX = 3
 # .related.SHARED_MIN: it adds a side of the task the pack lacks, and the shared word says it
 # is about the same thing (chosen on the blind evaluation set: docs/retrieval.md).
 ADDING_SHARED = 1
+# A record sharing .related.SHARED_MIN rare words with the first record packed is packed down
+# to this share of the floor (below LAST_FLOOR: such a record names the same incident or
+# component however few of the task's words it holds; chosen on the blind set).
+RELATED_FLOOR = 0.5
 
 
 class Related(Protocol):
@@ -165,8 +169,10 @@ class Cutoff:
     overall. A record scoring at least ``LAST_FLOOR`` of the floor is also packed when
     `related` (:mod:`.related`) says it is about the same thing as the first record packed:
     it shares ``SHARED_MIN`` rare words with it, or only ``ADDING_SHARED`` when the record
-    holds a rare word of the task (``rare_stems``) that no packed record holds, so that the
-    pack covers the task's sides and not only the one the best match is about.
+    holds a rare word of the task (one of ``task_rare``, among its ``words``) that no packed
+    record holds, so that the pack covers the task's sides and not only the one the best
+    match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
+    record is packed only when it shares ``SHARED_MIN`` rare words with the first one.
     With ratio 0 nothing is cut.
     """
 
@@ -174,6 +180,7 @@ class Cutoff:
                  related: Related | None = None) -> None:
         self.floor = score_floor(best, ratio)
         self.lowest = self.floor * LAST_FLOOR
+        self.related_lowest = self.floor * min(LAST_FLOOR, RELATED_FLOOR)
         self.last = best  # the score of the last record packed for its score
         self.named: set[str] = set()
         self.rare_left = rare_left  # records with rare terms not yet asked about
@@ -191,11 +198,12 @@ class Cutoff:
             return True
         if any(term not in self.named for term in rare):
             return True
-        if self.related is not None and self.first is not None and item.score >= self.lowest:
-            # A later record scoring at least the last floor may still be related; one that
-            # adds a rare word of the task the pack lacks needs fewer words in common.
+        if self.related is not None and self.first is not None \
+                and item.score >= self.related_lowest:
+            # A later record may still be related; above the last floor, one that adds a
+            # rare word of the task the pack lacks needs fewer words in common.
             first = self.first.record
-            if any(stem not in self.covered for stem in item.record.get("rare_stems") or ()):
+            if item.score >= self.lowest and self._adds(item.record):
                 return self.related(first, item.record, ADDING_SHARED)
             return self.related(first, item.record)
         # Later records score no more, so only a rare term can let one in.
@@ -209,7 +217,19 @@ class Cutoff:
                                         and item.score >= FOLLOW * self.last):
             self.last = item.score
         self.named.update(rare)
-        self.covered.update(item.record.get("rare_stems") or ())
+        task_rare = item.record.get("task_rare")
+        words = item.record.get("words")
+        if task_rare and isinstance(words, Mapping):
+            self.covered.update(stem for stem in task_rare if stem in words)
+
+    def _adds(self, record: Mapping[str, Any]) -> bool:
+        """Does `record` hold a rare word of the task that no packed record holds?"""
+        task_rare = record.get("task_rare")
+        words = record.get("words")
+        if not task_rare or not isinstance(words, Mapping):
+            return False
+        covered = self.covered
+        return any(stem in words and stem not in covered for stem in task_rare)
 
 
 def pack(
