@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -472,17 +472,21 @@ def test_pack_cutoff_invariants(entries: list[tuple[float, str]], ratio: float,
         assert len(packed) == min(top_k, len(items))
 
 
-def _related_to(*ids: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], bool]:
+class _RelatedTo:
     """A relatedness that calls the records `ids` related to whatever record is asked first
-    (and records who asked)."""
-    asked: list[tuple[str, str]] = []
+    (and records who asked); the task has no rare words."""
 
-    def related(first: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-        asked.append((first["id"], record["id"]))
-        return record["id"] in ids
+    def __init__(self, *ids: str) -> None:
+        self.ids = ids
+        self.asked: list[tuple[str, str]] = []
 
-    related.asked = asked  # type: ignore[attr-defined]
-    return related
+    def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
+                 least: int = SHARED_MIN) -> bool:
+        self.asked.append((first["id"], record["id"]))
+        return record["id"] in self.ids
+
+    def task_rare(self) -> frozenset[str]:
+        return frozenset()
 
 
 def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_floor() -> None:
@@ -491,13 +495,13 @@ def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_
     assert RELATED_FLOOR == 0.5
     items = [S("M-1", 2.0, "a"), S("M-2", 0.8, "b"), S("M-3", 0.7, "c"), S("M-4", 0.5, "d"),
              S("M-5", 0.44, "e")]
-    related = _related_to("M-3", "M-4", "M-5")
+    related = _RelatedTo("M-3", "M-4", "M-5")
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
                          related=related)
     # M-2 is not related; M-3 is; M-4 is, below the last floor; M-5 is below the related floor.
     assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-4"]
     # Only records between the related floor and the floor are asked about, against M-1.
-    assert related.asked == [  # type: ignore[attr-defined]
+    assert related.asked == [
         ("M-1", "M-2"), ("M-1", "M-3"), ("M-1", "M-4")]
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45)
     assert [s.id for s, _ in chosen] == ["M-1"]  # without it, as before
@@ -505,11 +509,11 @@ def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_
 
 def test_relatedness_is_to_the_first_record_packed_not_the_best_one() -> None:
     items = [S("M-big", 2.0, "x" * 5000), S("M-1", 1.0, "fits"), S("M-2", 0.7, "below")]
-    related = _related_to("M-2")
+    related = _RelatedTo("M-2")
     _text, chosen = pack(items, top_k=8, max_bytes=1000, min_score_ratio=0.45,
                          related=related)
     assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
-    assert related.asked == [("M-1", "M-2")]  # type: ignore[attr-defined]
+    assert related.asked == [("M-1", "M-2")]
 
 
 @given(st.lists(st.tuples(st.floats(0, 10), st.booleans()), max_size=20), st.floats(0, 1),
@@ -521,7 +525,7 @@ def test_pack_with_relatedness_adds_only_related_records_above_the_related_floor
     marked = {f"M-{i:02d}" for i, (_s, r) in enumerate(entries) if r}
     _text, plain = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio)
     _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
-                         related=_related_to(*marked))
+                         related=_RelatedTo(*marked))
     best = items[0].score if items else 0.0
     lowest = RELATED_FLOOR * score_floor(best, ratio)
     got = [s.id for s, _ in chosen]
@@ -538,18 +542,22 @@ def test_pack_with_relatedness_adds_only_related_records_above_the_related_floor
         assert {s.id for s in items if s.id in marked and s.score >= lowest} <= set(got)
 
 
-def _sharing(shares: Mapping[str, int]) -> Any:
+class _Sharing:
     """A relatedness under which a record shares `shares[id]` rare words with the first record
-    packed (and that records what it was asked)."""
-    asked: list[tuple[str, str, int]] = []
+    packed and the task's rare stems are `task` (it records what it was asked)."""
 
-    def related(first: Mapping[str, Any], record: Mapping[str, Any],
-                least: int = SHARED_MIN) -> bool:
-        asked.append((first["id"], record["id"], least))
-        return shares.get(record["id"], 0) >= least
+    def __init__(self, shares: Mapping[str, int], task: frozenset[str]) -> None:
+        self.shares = shares
+        self.task = task
+        self.asked: list[tuple[str, str, int]] = []
 
-    related.asked = asked  # type: ignore[attr-defined]
-    return related
+    def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
+                 least: int = SHARED_MIN) -> bool:
+        self.asked.append((first["id"], record["id"], least))
+        return self.shares.get(record["id"], 0) >= least
+
+    def task_rare(self) -> frozenset[str]:
+        return self.task
 
 
 def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> None:
@@ -557,24 +565,23 @@ def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> N
     # "retent"; M-2 adds "disk" and shares one rare word with M-1; M-3 adds "disk" too, but
     # M-2 holds it by then; M-4 adds "year" and shares none; M-5 adds nothing and shares one;
     # M-6 adds "tb" and shares three, below the last floor.
-    task_rare = frozenset({"retent", "disk", "year", "tb", "x"})
-    items = [S(rid, score, rid, task_rare=task_rare, words={stem: 1, "common": 2})
+    items = [S(rid, score, rid, words={stem: 1, "common": 2})
              for rid, score, stem in (
         ("M-1", 2.0, "retent"), ("M-2", 0.8, "disk"), ("M-3", 0.75, "disk"),
         ("M-4", 0.7, "year"), ("M-5", 0.66, "retent"), ("M-6", 0.6, "tb"),
         ("M-7", 0.4, "x"))]
-    related = _sharing({"M-2": 1, "M-3": 1, "M-4": 0, "M-5": 1, "M-6": 3, "M-7": 9})
+    task = frozenset({"retent", "disk", "year", "tb", "x"})
+    related = _Sharing({"M-2": 1, "M-3": 1, "M-4": 0, "M-5": 1, "M-6": 3, "M-7": 9}, task)
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
                          related=related)
     assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
     # Fewer words are asked for only of a record above the last floor that adds a rare word
     # of the task; nothing below the related floor (M-7) is asked about.
-    asked = related.asked  # type: ignore[attr-defined]
-    assert asked == [("M-1", "M-2", ADDING_SHARED), ("M-1", "M-3", SHARED_MIN),
+    assert related.asked == [("M-1", "M-2", ADDING_SHARED), ("M-1", "M-3", SHARED_MIN),
                      ("M-1", "M-4", ADDING_SHARED), ("M-1", "M-5", SHARED_MIN),
                      ("M-1", "M-6", SHARED_MIN)]
     # With four words in common a record is packed whether or not it adds a word.
-    related = _sharing({"M-3": SHARED_MIN, "M-5": SHARED_MIN})
+    related = _Sharing({"M-3": SHARED_MIN, "M-5": SHARED_MIN}, task)
     _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
                          related=related)
     assert [s.id for s, _ in chosen] == ["M-1", "M-3", "M-5"]
@@ -593,7 +600,7 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
         if len(packed) == top_k:
             break
         rare = set(item.record["rare_terms"])
-        stems = set(item.record["words"]) & item.record["task_rare"]
+        stems = set(item.record["words"]) & TASK_RARE
         by_score = item.score >= floor or (item.score >= lowest and item.score >= FOLLOW * last)
         needed = ADDING_SHARED if stems - covered and item.score >= lowest else SHARED_MIN
         related = (bool(packed) and item.score >= RELATED_FLOOR * floor
@@ -618,11 +625,11 @@ def test_pack_with_relatedness_agrees_with_the_plain_rules(
         entries: list[tuple[float, str, set[str], int]], ratio: float, top_k: int) -> None:
     items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}",
                                       rare_terms=(rare,) if rare else (),
-                                      task_rare=TASK_RARE, words=dict.fromkeys(stems, 1)))
+                                      words=dict.fromkeys(stems, 1)))
                     for i, (score, rare, stems, _n) in enumerate(entries)),
                    key=lambda s: (-s.score, s.id))
     shares = {f"M-{i:02d}": n for i, (_s, _r, _st, n) in enumerate(entries)}
     rare_left = sum(bool(s.record["rare_terms"]) for s in items)
     _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
-                         rare_left=rare_left, related=_sharing(shares))
+                         rare_left=rare_left, related=_Sharing(shares, TASK_RARE))
     assert [s.id for s, _ in chosen] == _reference_cutoff(items, ratio, top_k, shares)

@@ -55,11 +55,8 @@ def fetch_candidates(
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
     own bm25), ``matched_terms`` (how many of `terms` it contains) and ``rare_terms`` (the
     terms of `naming` it contains that are rare in the memory, :func:`rare_limit`, as a
-    tuple), ``task_rare`` (the FTS5 stems of the task's words, naming terms or not, that are
-    rare in the memory: one frozenset, the same for every candidate of a call; the pack's
-    cutoff asks whether a record adds one the packed records lack) and ``words`` (every FTS5
-    stem of the record, a mapping shared with the index's cache: do not change it;
-    :mod:`.related` and the cutoff read it). Ties are broken by id.
+    tuple) and ``words`` (every FTS5 stem of the record, a mapping shared with the index's
+    cache: do not change it; :mod:`.related` reads it). Ties are broken by id.
     """
     terms = [t for t in dict.fromkeys(terms) if t]
     if not terms or limit <= 0:
@@ -97,10 +94,6 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     rare_naming = {t for t in plan.scored if t in naming and dfs[t] <= most}
     rare = {stem: named for stem, group in stem_terms.items()
             if (named := tuple(t for t in group if t in rare_naming))} if rare_naming else {}
-    # The stems of the task's rare words, naming terms or not (a stem is rare when one of its
-    # terms is). Which of them a record holds is found only if asked, from its words.
-    task_rare = frozenset(stem for stem, group in stem_terms.items()
-                          if any(dfs[t] <= most for t in group))
     counted = scoring.count_pool(conn, index, token, pool, stem_terms)
     terms_per_stem = {stem: len(group) for stem, group in stem_terms.items()}
     # (score, id, seq, row): seqs are unique, so the sort never compares two rows.
@@ -117,7 +110,7 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         named = tuple(t for stem in counted_row.freq if stem in rare for t in rare[stem]) \
             if rare else ()
         out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named,
-                        task_rare=task_rare, words=counted_row.words))
+                        words=counted_row.words))
     return out
 
 

@@ -110,8 +110,15 @@ class RecallIndex:
         """The df :meth:`document_frequencies` holds for `word` as a task's term, when it is
         still fresh and `word` is its own stem (so it is the df of the stem `word`); else
         None. Nothing is read."""
-        entry = self._dfs.get(word)
-        if entry is None or self._stems.get(word) != word:
+        if self._stems.get(word) != word:
+            return None
+        return self.task_df(word, rows)
+
+    def task_df(self, term: str, rows: int) -> int | None:
+        """The df :meth:`document_frequencies` holds for the task's term `term` while it is
+        fresh (whatever its stem), else None. Nothing is read."""
+        entry = self._dfs.get(term)
+        if entry is None:
             return None
         df, rows_then, expires, _token = entry
         if df and time.monotonic() <= expires and abs(rows - rows_then) <= 0.05 * max(

@@ -24,7 +24,7 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
@@ -57,10 +57,13 @@ RELATED_FLOOR = 0.5
 
 class Related(Protocol):
     """related(first packed record, record[, least]): do the two share at least `least`
-    rare words, or the relatedness's own minimum without it (:mod:`.related`)?"""
+    rare words, or the relatedness's own minimum without it (:mod:`.related`)?
+    ``task_rare()``: the FTS5 stems of the task's rare words."""
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = ...) -> bool: ...
+
+    def task_rare(self) -> Collection[str]: ...
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
@@ -169,8 +172,8 @@ class Cutoff:
     overall. A record scoring at least ``LAST_FLOOR`` of the floor is also packed when
     `related` (:mod:`.related`) says it is about the same thing as the first record packed:
     it shares ``SHARED_MIN`` rare words with it, or only ``ADDING_SHARED`` when the record
-    holds a rare word of the task (one of ``task_rare``, among its ``words``) that no packed
-    record holds, so that the pack covers the task's sides and not only the one the best
+    holds a rare word of the task (`related`'s ``task_rare()``, among its ``words``) that no
+    packed record holds, so that the pack covers the task's sides and not only the one the best
     match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
     record is packed only when it shares ``SHARED_MIN`` rare words with the first one.
     With ratio 0 nothing is cut.
@@ -186,7 +189,7 @@ class Cutoff:
         self.rare_left = rare_left  # records with rare terms not yet asked about
         self.related = related
         self.first: Scored | None = None  # the first record packed
-        self.covered: set[str] = set()  # the task's rare stems the packed records hold
+        self.packed_words: list[Mapping[str, Any]] = []  # the words of the packed records
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -217,19 +220,18 @@ class Cutoff:
                                         and item.score >= FOLLOW * self.last):
             self.last = item.score
         self.named.update(rare)
-        task_rare = item.record.get("task_rare")
         words = item.record.get("words")
-        if task_rare and isinstance(words, Mapping):
-            self.covered.update(stem for stem in task_rare if stem in words)
+        if isinstance(words, Mapping):
+            self.packed_words.append(words)
 
     def _adds(self, record: Mapping[str, Any]) -> bool:
         """Does `record` hold a rare word of the task that no packed record holds?"""
-        task_rare = record.get("task_rare")
         words = record.get("words")
-        if not task_rare or not isinstance(words, Mapping):
+        if self.related is None or not isinstance(words, Mapping):
             return False
-        covered = self.covered
-        return any(stem in words and stem not in covered for stem in task_rare)
+        packed = self.packed_words
+        return any(stem in words and not any(stem in held for held in packed)
+                   for stem in self.related.task_rare())
 
 
 def pack(
