@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -485,8 +485,8 @@ class _RelatedTo:
         self.asked.append((first["id"], record["id"]))
         return record["id"] in self.ids
 
-    def task_rare(self) -> frozenset[str]:
-        return frozenset()
+    def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
+        return False
 
 
 def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_floor() -> None:
@@ -556,8 +556,9 @@ class _Sharing:
         self.asked.append((first["id"], record["id"], least))
         return self.shares.get(record["id"], 0) >= least
 
-    def task_rare(self) -> frozenset[str]:
-        return self.task
+    def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
+        return any(stem in self.task and not any(stem in held for held in packed)
+                   for stem in record["words"])
 
 
 def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> None:

@@ -66,6 +66,24 @@ def test_fewer_shared_words_can_be_asked_for(conn) -> None:
     assert not related(found["M-best"], found["M-other"], 0)
 
 
+def test_a_record_adds_a_rare_word_of_the_task_no_packed_record_holds(conn) -> None:
+    _corpus(conn, RARE[0], RARE[1], task_word="ingest")
+    add(conn, "M-disk", f"disk {RARE[2]} {COMMON}")
+    terms = ["ingest", "disk", "cluster"]
+    index = RecallIndex()
+    found = _candidates(conn, terms, index)
+    related = SharedRareWords(index, conn, terms, list(found.values()))
+    best, disk = found["M-best"], found["M-disk"]
+    assert related.adds(disk, [best["words"]])  # "disk": one record holds it
+    assert not related.adds(disk, [best["words"], disk["words"]])  # now a packed one does
+    # "ingest" is rare too, but the first record holds it; "cluster" is in every record.
+    assert not related.adds(found["M-other"], [best["words"]])
+    assert related.adds(found["M-other"], [])
+    assert not related.adds({"id": "M-x"}, [])
+    # A term whose df the index does not hold (here: never asked) is taken as not rare.
+    assert not SharedRareWords(RecallIndex(), conn, terms).adds(disk, [best["words"]])
+
+
 def test_the_tasks_own_words_do_not_count(conn) -> None:
     _corpus(conn, " ".join(RARE[:3]), " ".join(RARE[:3]), task_word="ingest sink")
     # Both hold "ingest" and "sink", rare in this memory: when the task says both, 3
@@ -103,6 +121,17 @@ def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, 
     return len(rare) >= least
 
 
+def _reference_adds(conn: sqlite3.Connection, record: dict[str, Any],
+                    packed: list[Any], terms: list[str]) -> bool:
+    """Plainly: a task term's stem the record holds and no packed record does, that at most
+    rare_limit rows hold (fts5vocab's exact count)."""
+    rows = conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
+    dfs = dict(conn.execute("SELECT term, doc FROM memory_vocab"))
+    stems = {s for s in fts.stems(conn, terms).values() if s}
+    return any(s in record["words"] and not any(s in held for held in packed)
+               and 0 < dfs.get(s, 0) <= rare_limit(rows) for s in stems)
+
+
 WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue", "the",
          "this", "was"]
 
@@ -133,6 +162,8 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
         assert with_pool(found[0], other) == expected
         assert alone(found[0], other) == expected
         assert fresh(found[0], other) == expected
+        packed = [found[0]["words"]]
+        assert with_pool.adds(other, packed) == _reference_adds(conn, other, packed, terms)
         # Asked for fewer (or more) words in common, after the answers above are remembered.
         for least in (1, 2, 5):
             expected = _reference(conn, found[0], other, terms, least)

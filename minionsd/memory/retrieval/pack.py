@@ -24,7 +24,7 @@ Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add u
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from minionsd.memory.retrieval.dedupe import ADMITTED, Distinct, dedupe
@@ -58,12 +58,14 @@ RELATED_FLOOR = 0.5
 class Related(Protocol):
     """related(first packed record, record[, least]): do the two share at least `least`
     rare words, or the relatedness's own minimum without it (:mod:`.related`)?
-    ``task_rare()``: the FTS5 stems of the task's rare words."""
+    ``adds(record, packed words)``: does the record hold a rare word of the task that none
+    of the packed records' words hold?"""
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = ...) -> bool: ...
 
-    def task_rare(self) -> Collection[str]: ...
+    def adds(self, record: Mapping[str, Any],
+             packed: Sequence[Mapping[str, Any]]) -> bool: ...
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
@@ -172,8 +174,8 @@ class Cutoff:
     overall. A record scoring at least ``LAST_FLOOR`` of the floor is also packed when
     `related` (:mod:`.related`) says it is about the same thing as the first record packed:
     it shares ``SHARED_MIN`` rare words with it, or only ``ADDING_SHARED`` when the record
-    holds a rare word of the task (`related`'s ``task_rare()``, among its ``words``) that no
-    packed record holds, so that the pack covers the task's sides and not only the one the best
+    holds a rare word of the task (naming term or not: `related`'s ``adds``) that no packed
+    record holds, so that the pack covers the task's sides and not only the one the best
     match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
     record is packed only when it shares ``SHARED_MIN`` rare words with the first one.
     With ratio 0 nothing is cut.
@@ -206,7 +208,7 @@ class Cutoff:
             # A later record may still be related; above the last floor, one that adds a
             # rare word of the task the pack lacks needs fewer words in common.
             first = self.first.record
-            if item.score >= self.lowest and self._adds(item.record):
+            if item.score >= self.lowest and self.related.adds(item.record, self.packed_words):
                 return self.related(first, item.record, ADDING_SHARED)
             return self.related(first, item.record)
         # Later records score no more, so only a rare term can let one in.
@@ -224,14 +226,6 @@ class Cutoff:
         if isinstance(words, Mapping):
             self.packed_words.append(words)
 
-    def _adds(self, record: Mapping[str, Any]) -> bool:
-        """Does `record` hold a rare word of the task that no packed record holds?"""
-        words = record.get("words")
-        if self.related is None or not isinstance(words, Mapping):
-            return False
-        packed = self.packed_words
-        return any(stem in words and not any(stem in held for held in packed)
-                   for stem in self.related.task_rare())
 
 
 def pack(

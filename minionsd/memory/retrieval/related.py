@@ -54,7 +54,7 @@ class SharedRareWords:
         self._rare: dict[str, bool] = {}
         self._limit: int | None = None
         self._rows = 0
-        self._task_rare: frozenset[str] | None = None
+        self._term_stems: list[tuple[str, str]] | None = None
 
     def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = SHARED_MIN) -> bool:
@@ -83,22 +83,24 @@ class SharedRareWords:
         self._count([word for word in left if word not in rare])
         return sum(rare[word] for word in left) >= least
 
-    def task_rare(self) -> frozenset[str]:
-        """The FTS5 stems of the task's words, naming terms or not, that are rare (a stem is
-        when one of its words is), from the dfs the index holds for the task's terms (a term
-        whose df it no longer holds is taken as not rare). Found once, when first asked."""
-        if self._task_rare is None:
-            limit = self._rare_limit()
-            index = self._index
-            stems = index.stems(self._conn, self._terms)
-            rare = set()
-            for term, stem in stems.items():
-                if stem and stem not in rare:
-                    df = index.task_df(term, self._rows)
-                    if df is not None and 0 < df <= limit:
-                        rare.add(stem)
-            self._task_rare = frozenset(rare)
-        return self._task_rare
+    def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
+        """Does `record` hold a rare word of the task (naming term or not) that none of the
+        `packed` records' words hold? A word is rare by the df the index holds for the task's
+        term (a term whose df it no longer holds is taken as not rare); only the words no
+        packed record holds are looked up."""
+        words = record.get("words")
+        if not isinstance(words, Mapping):
+            return False
+        if self._term_stems is None:
+            stems = self._index.stems(self._conn, self._terms)
+            self._term_stems = [(term, stem) for term, stem in stems.items() if stem]
+        for term, stem in self._term_stems:
+            if stem in words and not any(stem in held for held in packed):
+                limit = self._rare_limit()
+                df = self._index.task_df(term, self._rows)
+                if df is not None and 0 < df <= limit:
+                    return True
+        return False
 
     def _rare_limit(self) -> int:
         if self._limit is None:
