@@ -557,7 +557,7 @@ class _Sharing:
         return self.shares.get(record["id"], 0) >= least
 
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
-        return any(stem in self.task and not any(stem in held for held in packed)
+        return any(stem in self.task and not any(stem in held["words"] for held in packed)
                    for stem in record["words"])
 
 

@@ -74,14 +74,14 @@ def test_a_record_adds_a_rare_word_of_the_task_no_packed_record_holds(conn) -> N
     found = _candidates(conn, terms, index)
     related = SharedRareWords(index, conn, terms, list(found.values()))
     best, disk = found["M-best"], found["M-disk"]
-    assert related.adds(disk, [best["words"]])  # "disk": one record holds it
-    assert not related.adds(disk, [best["words"], disk["words"]])  # now a packed one does
+    assert related.adds(disk, [best])  # "disk": one record holds it
+    assert not related.adds(disk, [best, disk])  # now a packed one does
     # "ingest" is rare too, but the first record holds it; "cluster" is in every record.
-    assert not related.adds(found["M-other"], [best["words"]])
+    assert not related.adds(found["M-other"], [best])
     assert related.adds(found["M-other"], [])
     assert not related.adds({"id": "M-x"}, [])
     # A term whose df the index does not hold (here: never asked) is taken as not rare.
-    assert not SharedRareWords(RecallIndex(), conn, terms).adds(disk, [best["words"]])
+    assert not SharedRareWords(RecallIndex(), conn, terms).adds(disk, [best])
 
 
 def test_the_tasks_own_words_do_not_count(conn) -> None:
@@ -128,7 +128,7 @@ def _reference_adds(conn: sqlite3.Connection, record: dict[str, Any],
     rows = conn.execute("SELECT count(*) FROM memory_records").fetchone()[0]
     dfs = dict(conn.execute("SELECT term, doc FROM memory_vocab"))
     stems = {s for s in fts.stems(conn, terms).values() if s}
-    return any(s in record["words"] and not any(s in held for held in packed)
+    return any(s in record["words"] and not any(s in held["words"] for held in packed)
                and 0 < dfs.get(s, 0) <= rare_limit(rows) for s in stems)
 
 
@@ -162,8 +162,8 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
         assert with_pool(found[0], other) == expected
         assert alone(found[0], other) == expected
         assert fresh(found[0], other) == expected
-        packed = [found[0]["words"]]
-        assert with_pool.adds(other, packed) == _reference_adds(conn, other, packed, terms)
+        assert with_pool.adds(other, [found[0]]) == _reference_adds(conn, other, [found[0]],
+                                                                       terms)
         # Asked for fewer (or more) words in common, after the answers above are remembered.
         for least in (1, 2, 5):
             expected = _reference(conn, found[0], other, terms, least)

@@ -58,8 +58,8 @@ RELATED_FLOOR = 0.5
 class Related(Protocol):
     """related(first packed record, record[, least]): do the two share at least `least`
     rare words, or the relatedness's own minimum without it (:mod:`.related`)?
-    ``adds(record, packed words)``: does the record hold a rare word of the task that none
-    of the packed records' words hold?"""
+    ``adds(record, packed records)``: does the record hold a rare word of the task that none
+    of the packed records holds?"""
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = ...) -> bool: ...
@@ -191,7 +191,7 @@ class Cutoff:
         self.rare_left = rare_left  # records with rare terms not yet asked about
         self.related = related
         self.first: Scored | None = None  # the first record packed
-        self.packed_words: list[Mapping[str, Any]] = []  # the words of the packed records
+        self.kept: list[Mapping[str, Any]] = []  # the packed records
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -208,7 +208,7 @@ class Cutoff:
             # A later record may still be related; above the last floor, one that adds a
             # rare word of the task the pack lacks needs fewer words in common.
             first = self.first.record
-            if item.score >= self.lowest and self.related.adds(item.record, self.packed_words):
+            if item.score >= self.lowest and self.related.adds(item.record, self.kept):
                 return self.related(first, item.record, ADDING_SHARED)
             return self.related(first, item.record)
         # Later records score no more, so only a rare term can let one in.
@@ -222,9 +222,7 @@ class Cutoff:
                                         and item.score >= FOLLOW * self.last):
             self.last = item.score
         self.named.update(rare)
-        words = item.record.get("words")
-        if isinstance(words, Mapping):
-            self.packed_words.append(words)
+        self.kept.append(item.record)
 
 
 

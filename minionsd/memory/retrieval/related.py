@@ -64,11 +64,7 @@ class SharedRareWords:
             return False
         if len(mine) < len(theirs):
             theirs, mine = mine, theirs
-        if self._task is None:
-            # The task's own words, and stop words (which say nothing of a topic).
-            stems = self._index.stems(self._conn, [*self._terms, *STOP_WORDS])
-            self._task = frozenset(stem for stem in stems.values() if stem)
-        task = self._task
+        task = self._task if self._task is not None else self._task_stems()
         shared = [word for word in theirs if word in mine and word not in task]
         least = max(1, least)
         if len(shared) < least:
@@ -78,29 +74,40 @@ class SharedRareWords:
         left = [word for word in shared if rare.get(word, True)]
         if len(left) < least:
             return False
-        if sum(rare.get(word, False) for word in left) >= least:
-            return True  # the remembered answers are enough
         self._count([word for word in left if word not in rare])
         return sum(rare[word] for word in left) >= least
 
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
         """Does `record` hold a rare word of the task (naming term or not) that none of the
-        `packed` records' words hold? A word is rare by the df the index holds for the task's
+        `packed` records holds? A word is rare by the df the index holds for the task's
         term (a term whose df it no longer holds is taken as not rare); only the words no
         packed record holds are looked up."""
         words = record.get("words")
         if not isinstance(words, Mapping):
             return False
         if self._term_stems is None:
-            stems = self._index.stems(self._conn, self._terms)
-            self._term_stems = [(term, stem) for term, stem in stems.items() if stem]
-        for term, stem in self._term_stems:
-            if stem in words and not any(stem in held for held in packed):
+            self._task_stems()
+        for term, stem in self._term_stems or ():
+            if stem not in words:
+                continue
+            for other in packed:  # plain loops: this runs for every word of the task
+                held = other.get("words")
+                if held is None or stem in held:
+                    break
+            else:
                 limit = self._rare_limit()
                 df = self._index.task_df(term, self._rows)
                 if df is not None and 0 < df <= limit:
                     return True
         return False
+
+    def _task_stems(self) -> frozenset[str]:
+        """The stems of the task's own words and of stop words (which say nothing of a topic),
+        that a shared word must not be; and each task term's stem, for :meth:`adds`."""
+        stems = self._index.stems(self._conn, [*self._terms, *STOP_WORDS])
+        self._task = frozenset(stem for stem in stems.values() if stem)
+        self._term_stems = [(term, stem) for term in self._terms if (stem := stems.get(term))]
+        return self._task
 
     def _rare_limit(self) -> int:
         if self._limit is None:
