@@ -206,3 +206,42 @@ def test_a_note_on_another_side_of_the_task_is_not_cut(make_daemon, short_home: 
         assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, other)
     d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
     assert _selected(d, RETENTION_TASK) == [first, disk]
+
+
+def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_down(
+        make_daemon, short_home: Path) -> None:
+    """A note that names four rare things of the first match (its consumer group, topic,
+    setting and sink) but only one word of the task scores under 0.7 of the cutoff's floor:
+    it is packed down to half of the floor. A note in the same band that shares fewer rare
+    things with the first match is not."""
+    configure(short_home, "")
+    d = make_daemon()
+    incident = add(d, "Ingest consumers in group tw-ingest-v2 kept rebalancing: they left "
+                   "and rejoined the group every few minutes and the lag on readings-v2 grew "
+                   "to 38 million. A Clickhouse flush outlasted max_poll_interval, the broker "
+                   "evicted the member, and each rejoin started another flush.",
+                   title="Ingest consumers keep rebalancing, lag grows", scope="project:shop")
+    related = add(d, "Sizing note: max_poll_interval is 300000 ms on the broker for "
+                  "tw-ingest-v2; the Clickhouse batch of readings-v2 is sized to end well "
+                  "inside it, with headroom for slow disks and large partitions.",
+                  title="Poll interval sizing", scope="project:shop")
+    fewer = add(d, "Sizing note: the Clickhouse batch of the billing stream is sized to end "
+                "well inside the broker timeout, with headroom for slow disks and large "
+                "partitions; a flush takes two minutes.",
+                title="Billing batch sizing", scope="project:shop")
+    for body in FILLER:
+        add(d, body, scope="project:shop")
+    for i in range(30):
+        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
+            "lag of the report is shown in the group page for a day or two from then on.",
+            scope="project:shop")
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=INCIDENT_TASK,
+                                                   project="shop")["selected"]}
+    best = scores[incident]
+    assert max(scores.values()) == best
+    # Both are below the last floor (0.7 of the floor) and above half of the floor.
+    for other in (related, fewer):
+        assert 0.5 * 0.45 * best <= scores[other] < 0.7 * 0.45 * best, (scores, other)
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    assert _selected(d, INCIDENT_TASK) == [incident, related]
