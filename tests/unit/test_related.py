@@ -196,6 +196,15 @@ def test_a_task_terms_cached_df_is_used_for_its_rarity(conn) -> None:
     assert index.rarity(RARE[:4], rare_limit(14)) == dict.fromkeys(RARE[:4], True)
 
 
+def test_the_index_finds_the_stop_words_stems_once(conn) -> None:
+    index = RecallIndex()
+    stems = index.stop_stems(conn)
+    assert stems == {s for s in fts.stems(conn, list(STOP_WORDS)).values() if s}
+    assert index.stop_stems(conn) is stems
+    index.forget()  # a stem is a function of the word: nothing to drop
+    assert index.stop_stems(conn) is stems
+
+
 def test_stop_words_do_not_count_however_rare(conn) -> None:
     # In a small memory "this", "was", "they" and "only" are in two records: rare, but
     # they say nothing of a topic.

@@ -12,7 +12,7 @@ It holds:
 * document frequencies by term for a few minutes (a zero only until any record changes);
 * whether a word is rare (:mod:`.related`) for as long, for the same rare limit;
 * FTS5's stem of each query word seen (a pure function of the word; asking FTS5 costs five
-  statements per retrieval, 5% of a repeated one);
+  statements per retrieval, 5% of a repeated one), and the stems of the stop words;
 * the string table parsed rows share;
 * memos of pure functions of record text for ranking and packing (:mod:`.memos`).
 """
@@ -28,6 +28,7 @@ from minionsd.memory.retrieval import planner
 from minionsd.memory.retrieval.memos import TextMemos
 from minionsd.memory.retrieval.recordview import MAX_CACHED, RecordView
 from minionsd.storage import fts
+from minionsd.text.ftsquery import STOP_WORDS
 
 DF_CACHE_SECONDS = 300.0
 MAX_DFS = 50_000
@@ -43,6 +44,7 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
         self._stems: dict[str, str | None] = {}
+        self._stop_stems: frozenset[str] | None = None
         self._rarity: dict[str, tuple[bool, int, float]] = {}  # word -> (rare, limit, expires)
         self.shared: dict[str, str] = {}
         self.numbers: dict[str, float] = {}  # count text -> number, shared by parsed rows
@@ -155,6 +157,15 @@ class RecallIndex:
                 known.update(found)
             out.update(found)
         return out
+
+    def stop_stems(self, conn: sqlite3.Connection) -> frozenset[str]:
+        """The FTS5 stems of the stop words (:data:`~minionsd.text.ftsquery.STOP_WORDS`),
+        found once: they never change."""
+        found = self._stop_stems
+        if found is None:
+            stems = self.stems(conn, STOP_WORDS)
+            found = self._stop_stems = frozenset(stem for stem in stems.values() if stem)
+        return found
 
     # --- rows --------------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from minionsd.memory.retrieval.candidates import rare_limit
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts
 from minionsd.storage.fts import index_stats
-from minionsd.text.ftsquery import STOP_WORDS
 
 # Chosen on the blind set, reported on the first set and LoCoMo (docs/retrieval.md).
 SHARED_MIN = 4
@@ -104,9 +103,10 @@ class SharedRareWords:
     def _task_stems(self) -> frozenset[str]:
         """The stems of the task's own words and of stop words (which say nothing of a topic),
         that a shared word must not be; and each task term's stem, for :meth:`adds`."""
-        stems = self._index.stems(self._conn, [*self._terms, *STOP_WORDS])
-        self._task = frozenset(stem for stem in stems.values() if stem)
-        self._term_stems = [(term, stem) for term in self._terms if (stem := stems.get(term))]
+        index = self._index
+        stems = index.stems(self._conn, self._terms)
+        self._term_stems = [(term, stem) for term, stem in stems.items() if stem]
+        self._task = index.stop_stems(self._conn).union(stem for _term, stem in self._term_stems)
         return self._task
 
     def _rare_limit(self) -> int:
