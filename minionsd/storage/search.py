@@ -167,17 +167,16 @@ def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[st
     and its total stands even when the page is not found that way), each None if not."""
     if len(phrases) < 2:
         return None
-    # Few matches in all: ranking them is as cheap as anything else.
-    holders = phrase_counts(conn, phrases, CHEAP)
-    if max(holders) < CHEAP:
-        return None
     rows = fts.index_stats(conn).rows
     # An index a little larger than counted only raises the bounds (idf grows with N).
     rows_high = rows + max(10, rows // 1000)
-    many = [i for i, n in enumerate(holders) if n >= CHEAP]
-    for i, n in zip(many, phrase_counts(conn, [phrases[i] for i in many],
-                                            max(CHEAP, rows_high // 2 + 1)), strict=True):
-        holders[i] = n
+    # Each phrase counted once, to where its bound stops changing: a phrase held by more than
+    # half the index has the smallest idf FTS5 gives (a count that stopped at CHEAP would have
+    # to be taken again for every phrase that reaches it).
+    holders = phrase_counts(conn, phrases, max(CHEAP, rows_high // 2 + 1))
+    # Few matches in all: ranking them is as cheap as anything else.
+    if max(holders) < CHEAP:
+        return None
     if max(holders) > rows_high:
         return None  # the statistics are not the index's: rank the plain way
     order = sorted(range(len(phrases)), key=lambda i: holders[i])
