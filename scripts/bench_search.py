@@ -287,14 +287,15 @@ def main() -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"memory.search in-process on {args.db} ({len(queries)} queries, limit 20, "
           f"{args.rounds} alternating chunks; load average at end {load})")
-    print(f"   {'code':32} {'cpu p50':>8} {'p90':>7} {'p99':>7} {'max':>7} "
+    print(f"   {'code':32} {'cpu p50':>8} {'p90':>7} {'p99':>7} {'max':>7} {'mean':>7} "
           f"{'wall p50':>9} {'p90':>7} {'p99':>7}  (ms)")
     totals = {code: [row[2] for row in rows] for code, rows in results.items()}
     for code, rows in results.items():
         cpu = [row[0] for row in rows]
         wall = [row[1] for row in rows]
         print(f"   {str(code)[-32:]:32} {pct(cpu, 50):8.2f} {pct(cpu, 90):7.2f} "
-              f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {pct(wall, 50):9.2f} "
+              f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {sum(cpu) / len(cpu) / 1e6:7.2f} "
+              f"{pct(wall, 50):9.2f} "
               f"{pct(wall, 90):7.2f} {pct(wall, 99):7.2f}")
     if args.classes:
         run_classes(args.db, queries, args.classes)
