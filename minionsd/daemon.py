@@ -40,7 +40,7 @@ from minionsd.service.wiring import Wiring
 from minionsd.storage import records
 from minionsd.storage.database import Database
 from minionsd.storage.pidfile import PidFile
-from minionsd.threads import WORKERS, SharedRun
+from minionsd.threads import SharedRun
 
 log = structlog.get_logger()
 EXIT_CONFIG = 2
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         code = EXIT_RUNTIME
     finally:
         db.close()
-        WORKERS.close()
+        app.workers.close()
         pidfile.release()
         left = [t.name for t in threading.enumerate()
                 if t is not threading.current_thread() and t.is_alive()]

@@ -104,13 +104,9 @@ class DaemonWorkers:
                         return None
 
 
-# Threads are a process-wide resource, like asyncio's default executor: one set of workers.
-WORKERS = DaemonWorkers()
-
-
-async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "worker",
-                               workers: DaemonWorkers | None = None) -> T:
-    """fn(*args) on a daemon worker thread (of WORKERS unless `workers` is given)."""
+async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, workers: DaemonWorkers,
+                               name: str = "worker") -> T:
+    """fn(*args) on one of `workers`' daemon threads, awaited from the running loop."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
@@ -132,7 +128,7 @@ async def run_in_daemon_thread(fn: Callable[..., T], *args: Any, name: str = "wo
         else:
             hand_back(future.set_result, result)
 
-    (workers or WORKERS).submit(target, name)
+    workers.submit(target, name)
     return await future
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -74,11 +73,6 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     before_threads = set(threading.enumerate())
     before_fds = _open_fds()
     yield
-    workers = sys.modules.get("minionsd.threads")
-    if workers is not None:
-        # The in-process pool keeps finished workers waiting for reuse: let go of them, as
-        # the daemon does at shutdown, so only threads still running count as leaks.
-        workers.WORKERS.end_waiting()
     deadline = time.monotonic() + LEAK_GRACE_S
     while True:
         threads, fds = _leaked(before_threads, before_fds)

@@ -125,8 +125,8 @@ class DaemonProcess:
 @contextlib.contextmanager
 def home_app(root: Path, config_toml: str) -> Iterator[Any]:
     """An App on a fresh home at `root` with `config_toml` as its config.toml and a real
-    state.db, for tests that drive the daemon's parts in-process; the database is closed
-    after."""
+    state.db, for tests that drive the daemon's parts in-process; its worker threads and
+    the database are closed after."""
     from minionsd.config import load as load_config
     from minionsd.home import Home
     from minionsd.memory.app import App
@@ -136,9 +136,11 @@ def home_app(root: Path, config_toml: str) -> Iterator[Any]:
     home.ensure()
     (root / "config.toml").write_text(config_toml)
     db = Database(home.db)
+    app = App(home=home, config=load_config(home.config, {}), db=db)
     try:
-        yield App(home=home, config=load_config(home.config, {}), db=db)
+        yield app
     finally:
+        app.workers.close()
         db.close()
 
 

@@ -16,10 +16,13 @@ once). Anything that is not a JSON-RPC line is answered with a parse error and s
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import sys
 import threading
-from typing import Any, BinaryIO
+import time
+from typing import Any, BinaryIO, Protocol
 
 from minionsd.agents.protocol import PARSE_ERROR, SLOW_METHODS, Connection, error_reply
 from minionsd.agents.session import Session
@@ -28,8 +31,12 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 DRAIN_S = 35.0  # how long calls under way may finish once stdin closed (above a call's 30 s)
 
 
+class LineSource(Protocol):
+    def readline(self, limit: int, /) -> bytes: ...
+
+
 class StdioServer:
-    def __init__(self, session: Session, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    def __init__(self, session: Session, stdin: LineSource, stdout: BinaryIO) -> None:
         self.connection = Connection(session, daemon_problem=session.problem)
         self.stdin, self.stdout = stdin, stdout
         self._write_lock = threading.Lock()
@@ -92,8 +99,55 @@ class StdioServer:
                     self.send(replies)
                 continue
             self._dispatch(message)
+        deadline = time.monotonic() + DRAIN_S
         for worker in self._workers:
-            worker.join(DRAIN_S)
+            # Short waits: a signal's handler runs between them, never 35 s late.
+            while worker.is_alive() and time.monotonic() < deadline:
+                worker.join(0.2)
+
+
+class SignalSafeLines:
+    """The lines of file descriptor `fd`, read so that SIGINT/SIGTERM always ends the wait.
+
+    Python runs a signal's handler between bytecodes, and a blocking read() is only broken off
+    by a signal that arrives while the call is under way: one that arrives just before it
+    (after the previous line was handled) leaves the read waiting for the next line, which may
+    never come. Here the wait is a select() on the input and on a wake-up pipe that the C-level
+    handler writes to (signal.set_wakeup_fd), so a signal arriving at any moment ends it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = bytearray()
+        self._eof = False
+        self._wake_read, wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(wake_write, False)
+        self._wake_write = wake_write
+        self._previous_wakeup = signal.set_wakeup_fd(wake_write)
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._previous_wakeup)
+        os.close(self._wake_read)
+        os.close(self._wake_write)
+
+    def readline(self, limit: int) -> bytes:
+        """A line with its newline, at most `limit` bytes of one, or b"" at the end of input."""
+        while True:
+            end = self._buffer.find(b"\n", 0, limit)
+            if end >= 0 or len(self._buffer) >= limit or (self._eof and self._buffer):
+                size = end + 1 if end >= 0 else min(limit, len(self._buffer))
+                line = bytes(self._buffer[:size])
+                del self._buffer[:size]
+                return line
+            if self._eof:
+                return b""
+            readable, _, _ = select.select([self.fd, self._wake_read], [], [])
+            if self._wake_read in readable:
+                os.read(self._wake_read, 512)  # the handler has run, or runs next
+            if self.fd in readable:
+                chunk = os.read(self.fd, 1 << 16)
+                self._buffer += chunk
+                self._eof = not chunk
 
 
 def _stop(signum: int, _frame: Any) -> None:
@@ -105,5 +159,9 @@ def run(session: Session) -> int:
     (exit 128 + the signal's number)."""
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    StdioServer(session, sys.stdin.buffer, sys.stdout.buffer).serve()
+    lines = SignalSafeLines(sys.stdin.fileno())
+    try:
+        StdioServer(session, lines, sys.stdout.buffer).serve()
+    finally:
+        lines.close()
     return 0

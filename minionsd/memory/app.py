@@ -7,9 +7,10 @@ swapped at run time (config.set, SIGHUP); readers always look at `app.config`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from minionsd import __version__
 from minionsd.clock import Clock, iso, system_clock
@@ -18,11 +19,13 @@ from minionsd.errors import InvalidParams
 from minionsd.home import Home
 from minionsd.memory.filewarn import FileWarnings
 from minionsd.storage.database import Database
+from minionsd.threads import DaemonWorkers, run_in_daemon_thread
 
 if TYPE_CHECKING:  # made by daemon.py: retrieval sits above this layer
     from minionsd.memory.retrieval.index import RecallIndex
 
 RESTART_KEYS = ("server.socket", "server.max_request_bytes")
+T = TypeVar("T")
 
 
 @dataclass
@@ -42,12 +45,19 @@ class App:
     recall_index: RecallIndex | None = None
     # Hand-edited files read with a warning (not UTF-8), for the log and `status.warnings`.
     file_warnings: FileWarnings = field(init=False)
+    # The daemon threads blocking work runs on (file reads and writes, consolidation, jobs);
+    # closed by whoever made this App, once nothing will be handed to them.
+    workers: DaemonWorkers = field(default_factory=DaemonWorkers)
 
     def __post_init__(self) -> None:
         self.file_warnings = FileWarnings(self.home.root, lambda: self.clock())
 
     def now(self):
         return self.clock()
+
+    async def off_loop(self, fn: Callable[..., T], *args: Any, name: str = "worker") -> T:
+        """fn(*args) on one of this App's worker threads, awaited from the event loop."""
+        return await run_in_daemon_thread(fn, *args, workers=self.workers, name=name)
 
     @property
     def socket_path(self) -> Path:

@@ -59,7 +59,6 @@ from minionsd.storage import journal
 from minionsd.storage.database import schema_version
 from minionsd.storage.db_snapshot import open_plain, record_count, snapshot_db
 from minionsd.storage.snapshot import DB_REL, FORMAT, MANIFEST, copy_tree
-from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 
@@ -196,8 +195,8 @@ class BackupSurface:
             target = check_target(app.home, path)
             async with self._lock, self._pause():
                 try:
-                    return await run_in_daemon_thread(create_backup, app, target,
-                                                      name="backup")
+                    return await app.off_loop(create_backup, app, target,
+                                              name="backup")
                 except OSError as exc:
                     raise StorageError(f"backup to {target} failed: {exc}") from exc
 

@@ -21,7 +21,6 @@ from minionsd.memory.recall import TelemetryQueue
 from minionsd.storage import browse, journal, kb_index, records
 from minionsd.text.notesfile import split_sections, strip_markers
 from minionsd.text.redact import redact
-from minionsd.threads import run_in_daemon_thread
 
 DIGEST_MAX_SECTIONS = 500
 
@@ -113,7 +112,7 @@ class BrowseSurface(Surface):
             ids = sorted(app.config.agents)
             await _flush_telemetry()
             last = await app.db.read(browse.last_retrieval_at, ids)
-            infos = await run_in_daemon_thread(
+            infos = await app.off_loop(
                 lambda: [self._agent_info(i) for i in ids], name="agents-list")
             return {"agents": [{k: v for k, v in info.items() if k != "notebook_text"}
                                | {"last_retrieval_at": last[info["id"]]} for info in infos]}
@@ -122,7 +121,7 @@ class BrowseSurface(Surface):
             agent_id = check_name(id, "id", 200)
             await _flush_telemetry()
             rows = await app.db.read(browse.agent_retrievals, agent_id, limit)
-            info = await run_in_daemon_thread(self._agent_info, agent_id, name="agents-get")
+            info = await app.off_loop(self._agent_info, agent_id, name="agents-get")
             if not info["configured"] and not rows:
                 raise NotFound(f"no configured agent and no retrievals for {agent_id!r}",
                                id=agent_id)
@@ -135,13 +134,13 @@ class BrowseSurface(Surface):
                     or not 1 <= limit <= DIGEST_MAX_SECTIONS:
                 raise InvalidParams(f"'limit' must be an integer from 1 to "
                                     f"{DIGEST_MAX_SECTIONS}", param="limit")
-            text = await run_in_daemon_thread(read_text, app.home.notes, app.file_warnings,
-                                              name="digest-get")
+            text = await app.off_loop(read_text, app.home.notes, app.file_warnings,
+                                      name="digest-get")
             return {"path": "notes.md"} | digest_sections(text, limit)
 
         async def archive_get(name: Any) -> dict[str, Any]:
-            return await run_in_daemon_thread(archived_note, app.home.archive, name,
-                                              name="archive-get")
+            return await app.off_loop(archived_note, app.home.archive, name,
+                                      name="archive-get")
 
         async def _flush_telemetry() -> None:
             self.telemetry.flush()

@@ -34,7 +34,6 @@ from minionsd.storage import read_txn, records, telemetry
 from minionsd.text.fence import fence
 from minionsd.text.task import check_optional_name, check_task
 from minionsd.text.wire_json import Encoded
-from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 
@@ -278,7 +277,7 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
     if use_pack:
         sections.append(prompt.relevant_section(retrieval["text"], task["id"]))
     else:
-        sections += await run_in_daemon_thread(_legacy, app, agent, name="legacy-memory")
+        sections += await app.off_loop(_legacy, app, agent, name="legacy-memory")
     return {"text": prompt.render(sections), "memory_mode": "relevant" if use_pack else "legacy",
             "sections": [s.to_wire() for s in sections], "retrieval": retrieval}
 
@@ -325,7 +324,7 @@ class RecallSurface(Surface):
 
         async def episode_capture(**params: Any) -> dict[str, Any]:
             try:
-                return await run_in_daemon_thread(self._capture, params, name="episode")
+                return await app.off_loop(self._capture, params, name="episode")
             except InvalidParams:
                 raise
             except Exception as exc:  # best effort: never fail the caller's task

@@ -28,7 +28,6 @@ from minionsd.memory.inbox import Inbox, note_project
 from minionsd.service.inbox_view import InboxView
 from minionsd.service.shared_txn import SharedTransactions
 from minionsd.storage import journal, submissions
-from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 
@@ -58,11 +57,11 @@ class ConsolidationService:
         self.view.start(self._loop)
         async with self._lock:
             try:
-                await run_in_daemon_thread(self.pipeline.recover, name="consolidation")
+                await self.app.off_loop(self.pipeline.recover, name="consolidation")
             except Abandoned:
                 return
         # The start-up reconcile: quarantine what cannot be processed before we report ready.
-        report = await run_in_daemon_thread(self.scan_report, name="inbox-scan")
+        report = await self.app.off_loop(self.scan_report, name="inbox-scan")
         log.info("inbox.startup_scan", **report)
         self.poke()
 
@@ -86,7 +85,7 @@ class ConsolidationService:
         if self._stopping:
             raise InvalidState("the daemon is shutting down")
         async with self._lock:
-            result = await run_in_daemon_thread(self.pipeline.run, force, name="consolidation")
+            result = await self.app.off_loop(self.pipeline.run, force, name="consolidation")
         self.poke()
         return result.to_wire()
 
@@ -129,14 +128,14 @@ class ConsolidationService:
             if not cfg["engine.auto_consolidate_memory"]:
                 return
             await asyncio.sleep(cfg["engine.inbox_settle_ms"] / 1000 + 0.05)
-            state, due_in = await run_in_daemon_thread(self.pipeline.work_plan,
-                                                       name="inbox-scan")
+            state, due_in = await self.app.off_loop(self.pipeline.work_plan,
+                                                    name="inbox-scan")
             self._arm_wake(due_in)
             if state == "work":
                 try:
                     async with self._lock:
-                        await run_in_daemon_thread(self.pipeline.run, False,
-                                                   name="consolidation")
+                        await self.app.off_loop(self.pipeline.run, False,
+                                                name="consolidation")
                 except Abandoned:
                     return
                 except Exception:
@@ -244,7 +243,7 @@ class ConsolidationService:
             params = {"body": body, "author": author, "title": title, "kind": kind,
                       "project": project, "task": task, "pr": pr, "outcome": outcome,
                       "hold": hold}
-            result = await run_in_daemon_thread(self.submit_sync, params, name="submit")
+            result = await self.app.off_loop(self.submit_sync, params, name="submit")
             self.poke()
             return result
 
@@ -254,10 +253,10 @@ class ConsolidationService:
             if project is not None and not isinstance(project, str):
                 raise InvalidParams("'project' must be a string", param="project")
             if quarantined:
-                return {"quarantined": await run_in_daemon_thread(
+                return {"quarantined": await self.app.off_loop(
                     quarantine.list_quarantined, self.app.home.quarantine,
                     name="inbox-list")}
-            state = await run_in_daemon_thread(self.pipeline.inbox_state, name="inbox-list")
+            state = await self.app.off_loop(self.pipeline.inbox_state, name="inbox-list")
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
                  "eligible": state.is_eligible(n), "held": n.held,
@@ -278,7 +277,7 @@ class ConsolidationService:
 
         async def inbox_requeue(name: Any) -> dict[str, Any]:
             taken = set(await self.app.db.read(submissions.submitted_names))
-            new_name = await run_in_daemon_thread(
+            new_name = await self.app.off_loop(
                 quarantine.requeue, self.app.home.quarantine, self.app.home.inbox, name, taken,
                 name="inbox-requeue")
             self.poke()

@@ -23,7 +23,6 @@ from minionsd.memory import jobs
 from minionsd.memory.app import App
 from minionsd.memory.jobs import Job
 from minionsd.storage import fts, job_runs, records
-from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 EXPIRY_INTERVAL_S = 300
@@ -84,8 +83,8 @@ class Scheduler:
     async def fill_term_counts(self) -> int:
         """Once after start: term counts for records that have none (after an upgrade)."""
         try:
-            filled = await run_in_daemon_thread(jobs.fill_term_counts, self.app,
-                                                name="fill-term-counts")
+            filled = await self.app.off_loop(jobs.fill_term_counts, self.app,
+                                             name="fill-term-counts")
         except Exception:
             log.exception("term_counts.fill_failed")
             return 0
@@ -133,8 +132,8 @@ class Scheduler:
         async with self._locks[name]:
             now = self.app.now()
             try:
-                report = await run_in_daemon_thread(self.jobs[name], self.app, now,
-                                                    name=f"job-{name}")
+                report = await self.app.off_loop(self.jobs[name], self.app, now,
+                                                 name=f"job-{name}")
             except Exception as exc:
                 log.exception("jobs.failed", job=name)
                 await self.app.db.write(job_runs.record_run, name, iso(now), False, str(exc)[:500])

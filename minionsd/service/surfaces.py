@@ -6,7 +6,6 @@ from typing import Any
 
 from minionsd.memory import knowledge, pinned
 from minionsd.memory.app import Surface
-from minionsd.threads import run_in_daemon_thread
 
 
 class KnowledgeSurface(Surface):
@@ -31,25 +30,25 @@ class KnowledgeSurface(Surface):
                                    trust: Any = None) -> dict[str, Any]:
             params = {"category": category, "title": title, "body": body, "author": author,
                       "project": project, "tags": tags, "trust": trust}
-            return await run_in_daemon_thread(self._create, params, name="kb-create")
+            return await app.off_loop(self._create, params, name="kb-create")
 
         async def knowledge_list(category: Any = None, project: Any = None) -> dict[str, Any]:
-            return await run_in_daemon_thread(knowledge.list_entries, app.home, category,
-                                              app.file_warnings, project)
+            return await app.off_loop(knowledge.list_entries, app.home, category,
+                                      app.file_warnings, project)
 
         async def knowledge_get(path: Any, project: Any = None) -> dict[str, Any]:
-            return await run_in_daemon_thread(knowledge.get_entry, app.home, path,
-                                              app.file_warnings, project)
+            return await app.off_loop(knowledge.get_entry, app.home, path,
+                                      app.file_warnings, project)
 
         async def pinned_get() -> dict[str, Any]:
-            return await run_in_daemon_thread(pinned.get, app.home, app.file_warnings)
+            return await app.off_loop(pinned.get, app.home, app.file_warnings)
 
         async def pinned_set(text: Any) -> dict[str, Any]:
-            return await run_in_daemon_thread(pinned.set_text, app.home, text)
+            return await app.off_loop(pinned.set_text, app.home, text)
 
         async def pinned_append(text: Any) -> dict[str, Any]:
-            return await run_in_daemon_thread(pinned.append, app.home, text, app.now(),
-                                              app.file_warnings)
+            return await app.off_loop(pinned.append, app.home, text, app.now(),
+                                      app.file_warnings)
 
         return {"knowledge.create": knowledge_create, "knowledge.list": knowledge_list,
                 "knowledge.get": knowledge_get, "pinned.get": pinned_get,

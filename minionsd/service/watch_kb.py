@@ -26,7 +26,6 @@ from minionsd.memory import kb_sweep
 from minionsd.memory.app import App
 from minionsd.memory.inbox import is_candidate_name
 from minionsd.service.observer import ObservedDirectory
-from minionsd.threads import run_in_daemon_thread
 
 log = structlog.get_logger()
 DEBOUNCE_S = 0.5
@@ -118,7 +117,7 @@ class KnowledgeWatcher(ObservedDirectory):
             if self._stopping.is_set():
                 return
             chunk = paths[start:start + SYNC_CHUNK]
-            deferred = await run_in_daemon_thread(self._sync_chunk, chunk, name="kb-watch")
+            deferred = await self.app.off_loop(self._sync_chunk, chunk, name="kb-watch")
             for path in deferred:
                 self._defer(path)
 

@@ -221,6 +221,7 @@ def offline_app(short_home, monkeypatch):
     db = Database(home.db)
     app = App(home=home, config=load_config(home.config, {}), db=db)
     yield app
+    app.workers.close()
     db.close()
 
 
