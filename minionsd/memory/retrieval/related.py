@@ -73,7 +73,10 @@ class SharedRareWords:
         left = [word for word in shared if rare.get(word, True)]
         if len(left) < least:
             return False
-        self._count([word for word in left if word not in rare])
+        unknown = [word for word in left if word not in rare]
+        if len(left) - len(unknown) >= least:
+            return True  # the words already known to be rare are enough: nothing to count
+        self._count(unknown)
         return sum(rare[word] for word in left) >= least
 
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
