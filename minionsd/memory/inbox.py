@@ -26,7 +26,7 @@ from minionsd.errors import Conflict, InvalidParams
 from minionsd.fileio import atomic_write_text, fit_name
 from minionsd.home import Home
 from minionsd.memory.consolidate.breaker import content_hash
-from minionsd.memory.identity import note_author
+from minionsd.memory.identity import AGENT_TRUST, note_author
 from minionsd.memory.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
 from minionsd.storage import journal, submissions
 from minionsd.text.markdown import (
@@ -306,6 +306,10 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     hold = params.get("hold", False)
     if not isinstance(hold, bool):
         raise InvalidParams("'hold' must be true or false", param="hold")
+    trust = params.get("trust")
+    if trust not in (None, AGENT_TRUST):
+        raise InvalidParams(f"'trust' can only be \"{AGENT_TRUST}\" (a note can lower its "
+                            f"trust, never raise it); got {trust!r}", param="trust")
     if kind == "finding":
         if not task:
             raise InvalidParams("a finding needs 'task'", param="task")
@@ -327,6 +331,8 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
             meta[key] = value
     if hold:
         meta["hold"] = True
+    if trust:
+        meta["trust"] = trust  # what a gateway token wrote stays `agent` (identity.py)
     if title and not first_heading(body):
         body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
     body = body if body.endswith("\n") else body + "\n"

@@ -293,7 +293,8 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: da
         report["unchanged"] = report.get("unchanged", 0) + 1
         return
     # A hand-added file is rated by the author its front matter names, like an inbox note.
-    trust = author_trust(declared_author(meta), app.human_authors())
+    trust = author_trust(declared_author(meta), app.human_authors(),
+                         declared=meta.get("trust"))
     fields = knowledge.record_fields(rel, text, trust=trust, author=None)
     entry_id = meta.get("entry_id") if isinstance(meta.get("entry_id"), str) else None
 

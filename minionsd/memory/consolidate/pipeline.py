@@ -27,7 +27,7 @@ from minionsd.clock import date_stamp
 from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import notebook_append
-from minionsd.memory.consolidate.breaker import content_hash, find_storm, storm_hash
+from minionsd.memory.consolidate.breaker import content_hash, find_storm
 from minionsd.memory.consolidate.filing import Filing
 from minionsd.memory.consolidate.recording import Recording, short
 from minionsd.memory.consolidate.regex_digest import regex_digest
@@ -183,17 +183,17 @@ class Pipeline:
 
     def _journal(self, batch: list[InboxNote]) -> str:
         now = self.app.now()
-        storm = find_storm([storm_hash(n.content) for n in batch])
+        hashes = [content_hash(n.content) for n in batch]
+        storm = find_storm(hashes)
         rows = []
-        for note in batch:
+        for note, digest in zip(batch, hashes, strict=True):
             role = "note"
             if storm is not None:
-                if storm_hash(note.content) != storm:
+                if digest != storm:
                     continue  # minority notes wait in the inbox for the next batch
                 role = "storm"
             rows.append({"name": note.name, "content": note.content,
-                         "content_hash": content_hash(note.content), "author": note.author,
-                         "role": role})
+                         "content_hash": digest, "author": note.author, "role": role})
         batch_id = f"B-{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
         self.app.db.write_blocking(journal.create, batch_id, date_stamp(now), now, rows)
         log.info("consolidation.batch_started", batch=batch_id, notes=len(rows),
