@@ -21,7 +21,8 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import ReadWarnings, create_new_text, decode_lenient
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.memory.consolidate import classify
-from minionsd.memory.inbox import check_author, note_project
+from minionsd.memory.inbox import note_project
+from minionsd.memory.submission import check_author
 from minionsd.storage import kb_index, records
 from minionsd.text.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
 from minionsd.text.redact import redact

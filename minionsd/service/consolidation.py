@@ -19,8 +19,8 @@ from minionsd.clock import iso
 from minionsd.errors import InvalidParams, InvalidState, NotFound
 from minionsd.fileio import fsync_dir, write_temp_synced
 from minionsd.home import check_name
-from minionsd.memory import inbox as inbox_mod
 from minionsd.memory import quarantine
+from minionsd.memory import submission as submission_mod
 from minionsd.memory.app import App
 from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
@@ -193,7 +193,7 @@ class ConsolidationService:
 
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
-        submission = inbox_mod.prepare_submission(params, now)
+        submission = submission_mod.prepare_submission(params, now)
         size, limit = len(submission.text.encode("utf-8")), \
             self.app.config["engine.inbox_max_note_bytes"]
         if size > limit:  # the inbox would only quarantine it
@@ -207,7 +207,7 @@ class ConsolidationService:
         placing: list[str] = []
 
         def claim_and_place(conn: Any) -> tuple[str, bool]:
-            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
+            name, fresh = submission_mod.record_submission(conn, submission, inbox_dir, now)
             if fresh:
                 # Placed inside the transaction: if that fails the claim rolls back. The
                 # directory is synced once for every note of the transaction (_placed).

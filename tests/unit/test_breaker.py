@@ -9,6 +9,7 @@ import pytest
 
 from minionsd.memory.consolidate.breaker import content_hash, find_storm
 
+
 def test_content_hash_shape_and_missing_content():
     assert re.fullmatch(r"[0-9a-f]{64}", content_hash("x"))
     assert content_hash(None) == content_hash("")

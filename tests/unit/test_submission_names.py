@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.memory.inbox import prepare_submission, record_submission
+from minionsd.memory.submission import prepare_submission, record_submission
 from minionsd.storage import journal
 from minionsd.storage.database import migrate
 
