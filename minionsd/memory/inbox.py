@@ -14,6 +14,7 @@ import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import structlog
 
 from minionsd.fileio import atomic_write_text, fit_name
 from minionsd.home import Home
+from minionsd.memory.filewarn import FileWarnings
 from minionsd.memory.identity import note_author
 from minionsd.memory.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
 from minionsd.text.markdown import (
@@ -33,6 +35,7 @@ log = structlog.get_logger()
 
 KINDS = ("note", "finding", "feedback", "alert")
 
+_AHEAD = "its modification time is ahead of the clock"
 _TEMP_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -96,8 +99,15 @@ class _Named:
 class Inbox:
     """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, warnings: FileWarnings | None = None) -> None:
         self.home = home
+        # Files the inbox cannot judge (a directory or FIFO named *.md, a time ahead of the
+        # clock) are named once in the log and in status.warnings while they are there.
+        self._warnings = warnings
+        self._warned: dict[str, str] = {}  # name -> reason
+        # A note whose time is ahead of the clock settles by how long it has been seen
+        # unchanged: name -> ((size, mtime_ns), wall time first seen so).
+        self._seen_since: dict[str, tuple[tuple[int, int], float]] = {}
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
         self.quarantined_here = 0  # files this object moved to quarantine so far
 
@@ -127,6 +137,11 @@ class Inbox:
         for name in list(self._cache):
             if name not in live:
                 self._cache.pop(name, None)  # another thread may have dropped it
+        present = {entry.name for entry in entries}
+        for name in [n for n in self._warned if n not in present]:
+            self._unwarn(name)
+        for name in [n for n in self._seen_since if n not in present]:
+            self._seen_since.pop(name, None)
         notes.sort(key=lambda n: (n.mtime, n.name))
         return notes
 
@@ -149,6 +164,7 @@ class Inbox:
         try:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
+            self._unwarn(entry.name)
             return None
         if not _is_utf8(entry.name):
             # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
@@ -159,8 +175,12 @@ class Inbox:
             self._set_aside(may_move, entry.name, "symlinks are not accepted in the inbox")
             return None
         if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else \
+                "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+            self._warn(entry.name, f"is {what}, not a note file: the inbox leaves it alone "
+                                   "(rename or remove it)")
             return None
-        settled = (wall_now - info.st_mtime) * 1000 >= settle_ms
+        settled = self._settled(entry.name, info, settle_ms, wall_now)
         if info.st_size > max_bytes:
             if settled:
                 self._set_aside(may_move, entry.name, f"file is {info.st_size} bytes, over "
@@ -176,6 +196,40 @@ class Inbox:
         held = entry.name in held_names or meta.get("hold") is True
         return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
                          content, note_author(meta, entry.name, agents), held, True)
+
+    def _settled(self, name: str, info: os.stat_result, settle_ms: int,
+                 wall_now: float) -> bool:
+        """Unchanged for settle_ms. A time further ahead of the clock than that cannot be
+        judged by age (clock skew, `tar x`, `cp -p` from another machine): such a note has
+        settled once this inbox has seen it unchanged for settle_ms, with a warning."""
+        age_ms = (wall_now - info.st_mtime) * 1000
+        if settle_ms <= 0 or age_ms >= -settle_ms:
+            self._seen_since.pop(name, None)
+            if self._warned.get(name, "").startswith(_AHEAD):
+                self._unwarn(name)
+            return age_ms >= settle_ms or settle_ms <= 0
+        signature = (info.st_size, info.st_mtime_ns)
+        seen = self._seen_since.get(name)
+        if seen is None or seen[0] != signature:
+            seen = (signature, wall_now)
+            self._seen_since[name] = seen
+        stamp = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds")
+        self._warn(name, f"{_AHEAD} ({stamp}): the note is taken once it has been unchanged "
+                         "for engine.inbox_settle_ms; check the clock of whatever wrote it")
+        return (wall_now - seen[1]) * 1000 >= settle_ms
+
+    def _warn(self, name: str, reason: str) -> None:
+        if self._warned.get(name) == reason:
+            return
+        self._warned[name] = reason
+        if self._warnings is not None:
+            self._warnings.replaced(self.home.inbox / name, reason, event="inbox.file_warning")
+        else:
+            log.warning("inbox.file_warning", file=name, reason=reason)
+
+    def _unwarn(self, name: str) -> None:
+        if self._warned.pop(name, None) is not None and self._warnings is not None:
+            self._warnings.forget(self.home.inbox / name)
 
     def _parse(self, entry: os.DirEntry[str] | _Named,
                info: os.stat_result, may_move: bool = True) -> tuple[dict[str, Any], str] | None:
@@ -195,12 +249,14 @@ class Inbox:
         reason = None
         try:
             content = raw.decode("utf-8")
-            meta, _body, warnings = read_note(content)
+            meta, body, warnings = read_note(content)
             meta, type_warnings = check_note_types(meta)
             for warning in warnings + type_warnings:
                 log.warning("inbox.front_matter", name=entry.name, detail=warning)
             if not content.strip():
                 reason = "file is empty"
+            elif not body.strip():
+                reason = "file has front matter but no body"
         except UnicodeDecodeError as exc:
             reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
         except FrontMatterError as exc:

@@ -2,11 +2,13 @@
 
 A submission is rendered to a note file (front matter the daemon writes, then the body) and
 claimed under `<author>-<slug>-<YYYY-MM-DD>.md` in state.db, or the next free numbered name;
-only an identical body under one of those names makes it a duplicate (SPEC §2 v2).
+only an identical body with the same project, kind, task, PR and outcome under one of those
+names makes it a duplicate (SPEC §2 v2: a note whose content differs is never dropped).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,7 +40,8 @@ class Submission:
     kind: str
     author: str
     task: str | None
-    body: str  # the body as written under the front matter; duplicates compare this
+    body: str  # the body as written under the front matter
+    identity: str  # what duplicates compare: identity_hash(body, front matter)
 
 
 def check_author(author: object) -> str:
@@ -46,6 +49,14 @@ def check_author(author: object) -> str:
         raise InvalidParams("'author' must be 1-64 characters of letters, digits, '.', '_' "
                             "or '-', starting with a letter or digit", param="author")
     return author
+
+
+def check_one_line(value: str, key: str) -> str:
+    """`value` unless a line break (any Unicode one) is inside it: a title is a heading and a
+    file name, and a second line would spill into the body."""
+    if len(value.strip().splitlines()) > 1:
+        raise InvalidParams(f"'{key}' must be one line; it holds a line break", param=key)
+    return value
 
 
 def _opt(params: dict[str, Any], key: str) -> str | None:
@@ -71,6 +82,8 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
                             param="kind")
     title, project, task, pr, outcome = (_opt(params, k) for k in
                                          ("title", "project", "task", "pr", "outcome"))
+    if title is not None:
+        check_one_line(title, "title")
     hold = params.get("hold", False)
     if not isinstance(hold, bool):
         raise InvalidParams("'hold' must be true or false", param="hold")
@@ -104,16 +117,32 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
     if title and not first_heading(body):
         body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
     body = body if body.endswith("\n") else body + "\n"
-    return Submission(name, render_note(meta, body), kind, author, task, body)
+    return Submission(name, render_note(meta, body), kind, author, task, body,
+                      identity_hash(body, meta))
+
+
+# Front-matter keys that change what a note becomes (its record's scope, kind, task and PR):
+# two submissions that differ in one are two notes, even with the same body.
+IDENTITY_KEYS = ("project", "kind", "task", "pr", "outcome")
+
+
+def identity_hash(body: str, meta: dict[str, Any]) -> str:
+    """What duplicates are compared by: the body, plus the IDENTITY_KEYS the note sets (a
+    plain note, with none of them and kind `note`, hashes as its body alone)."""
+    extra = {key: str(meta[key]) for key in IDENTITY_KEYS
+             if meta.get(key) is not None and not (key == "kind" and meta[key] == "note")}
+    if not extra:
+        return content_hash(body)
+    return content_hash(body + "\0" + json.dumps(extra, sort_keys=True))
 
 
 def body_hash(text: str) -> str:
-    """Hash of a note file's body (front matter left out), as duplicates are compared."""
+    """identity_hash of a note file (as duplicates are compared)."""
     try:
-        body = parse_note(text)[1]
+        meta, body = parse_note(text)
     except FrontMatterError:
-        body = text
-    return content_hash(body)
+        meta, body = {}, text
+    return identity_hash(body, meta if isinstance(meta, dict) else {})
 
 
 def _known_hash(conn: Any, name: str, inbox_dir: Path,
@@ -131,6 +160,18 @@ def _known_hash(conn: Any, name: str, inbox_dir: Path,
     return body_hash(journalled) if journalled is not None else None
 
 
+def where_now(conn: Any, name: str, inbox_dir: Path, root: Path) -> Path:
+    """The file that holds the note submitted as `name`: the inbox file while it is there,
+    else its archived copy once a batch took it (else, unknown, the inbox path)."""
+    in_inbox = inbox_dir / name
+    if in_inbox.exists():
+        return in_inbox
+    archived = journal.latest_archive_path(conn, name)
+    if archived and (root / archived).exists():
+        return root / archived
+    return in_inbox
+
+
 def numbered_name(name: str, n: int) -> str:
     """The n-th name for a submission: `x.md`, then `x-2.md`, `x-3.md`, …"""
     return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
@@ -144,7 +185,7 @@ def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
     the taken names already holds this exact body: then it is a duplicate, (that name, False),
     and nothing is claimed. A note is never dropped because its name is taken.
     """
-    digest = content_hash(sub.body)
+    digest = sub.identity
     n = 1
     while True:
         name = numbered_name(sub.name, n)

@@ -11,6 +11,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -35,7 +36,7 @@ log = structlog.get_logger()
 class ConsolidationService:
     def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
-        self.inbox = Inbox(app.home)
+        self.inbox = Inbox(app.home, app.file_warnings)
         self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
                                  crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
@@ -206,31 +207,32 @@ class ConsolidationService:
 
         placing: list[str] = []
 
-        def claim_and_place(conn: Any) -> tuple[str, bool]:
+        def claim_and_place(conn: Any) -> tuple[str, bool, Path]:
             name, fresh = submission_mod.record_submission(conn, submission, inbox_dir, now)
-            if fresh:
-                # Placed inside the transaction: if that fails the claim rolls back. The
-                # directory is synced once for every note of the transaction (_placed).
-                placing.append(name)
-                self.view.claimed(name)
-                os.replace(staged, inbox_dir / name)
-            return name, fresh
+            if not fresh:  # name the file that holds it now (it may have been archived)
+                return name, fresh, submission_mod.where_now(conn, name, inbox_dir,
+                                                             self.app.home.root)
+            # Placed inside the transaction: if that fails the claim rolls back. The
+            # directory is synced once for every note of the transaction (_placed).
+            placing.append(name)
+            self.view.claimed(name)
+            os.replace(staged, inbox_dir / name)
+            return name, fresh, inbox_dir / name
 
         try:
-            name, written = self._submits.run(claim_and_place)
+            name, written, where = self._submits.run(claim_and_place)
         except BaseException:
             for name in placing:
                 self.view.unclaimed(name)
             raise
         finally:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
-        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
-                "duplicate": not written}
+        return {"name": name, "path": self.app.home.rel(where), "duplicate": not written}
 
-    def _placed(self, conn: Any, outcomes: list[tuple[str, bool]]) -> None:
+    def _placed(self, conn: Any, outcomes: list[tuple[str, bool, Path]]) -> None:
         """Inside a submissions' transaction, after its notes were placed: one sync makes
         every new name durable before the COMMIT (and so before any caller hears back)."""
-        if any(fresh for _name, fresh in outcomes):
+        if any(fresh for _name, fresh, _where in outcomes):
             fsync_dir(self.app.home.inbox)
 
     def methods(self) -> dict[str, Any]:
