@@ -218,6 +218,12 @@ class Inbox:
                          "for engine.inbox_settle_ms; check the clock of whatever wrote it")
         return (wall_now - seen[1]) * 1000 >= settle_ms
 
+    def clock_time(self, note: InboxNote) -> float:
+        """The note's time for waiting bounds: its mtime, or, for one dated ahead of the clock,
+        when this inbox first saw it as it is."""
+        seen = self._seen_since.get(note.name)
+        return min(note.mtime, seen[1]) if seen is not None else note.mtime
+
     def _warn(self, name: str, reason: str) -> None:
         if self._warned.get(name) == reason:
             return

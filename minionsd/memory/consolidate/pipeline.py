@@ -35,6 +35,7 @@ from minionsd.memory.consolidate.types import Abandoned, DigestNote
 from minionsd.memory.inbox import Inbox, InboxNote
 from minionsd.storage import journal, submissions
 from minionsd.text import notesfile
+from minionsd.text.markdown import LargeNotes
 from minionsd.text.redact import redact
 
 log = structlog.get_logger()
@@ -147,7 +148,8 @@ class Pipeline:
         if not max_wait or not eligible:
             return None
         settle_s = self.app.config["engine.inbox_settle_ms"] / 1000
-        settled_at = min(n.mtime + (0 if n.name in submitted else settle_s) for n in eligible)
+        settled_at = min(self.inbox.clock_time(n) + (0 if n.name in submitted else settle_s)
+                         for n in eligible)
         return settled_at + max_wait - time.time()
 
     def run(self, force: bool) -> BatchResult:
@@ -203,6 +205,12 @@ class Pipeline:
     # --- executing a journalled batch ---------------------------------------------------------
 
     def execute(self, batch_id: str) -> BatchResult:
+        # Every step asks about each note's front matter and body: a large note is split
+        # once for the whole batch (small ones are remembered anyway).
+        with LargeNotes():
+            return self._execute(batch_id)
+
+    def _execute(self, batch_id: str) -> BatchResult:
         # The plan (archive and KB paths) is decided in memory and journalled with the digest
         # in one transaction before the first file is written (see _digest).
         loaded = self.app.db.read_blocking(journal.load, batch_id)
