@@ -57,7 +57,7 @@ def test_a_batch_parses_a_large_notes_front_matter_once(tmp_path, monkeypatch):
     parses: list[int] = []
     real = yaml.load
 
-    def counting(stream, Loader):  # noqa: N803 - yaml's own keyword
+    def counting(stream, Loader):
         if isinstance(stream, str) and len(stream) > PARTS_CACHE_MAX_CHARS:
             parses.append(len(stream))
         return real(stream, Loader=Loader)
