@@ -105,6 +105,20 @@ def test_a_note_dated_in_the_future_is_taken_and_named_in_status(make_daemon, sh
              what="the warning to go with the file")
 
 
+def test_a_lone_note_dated_in_the_future_is_consolidated_by_the_wait_bound(make_daemon,
+                                                                           short_home):
+    """No --force: the wait bound (inbox_max_wait_s) counts from when the daemon first saw
+    the note, not from its mtime years ahead."""
+    home = home_with(short_home, "inbox_max_wait_s = 1\n")
+    daemon = make_daemon()
+    path = drop(home / "notes" / "inbox", "root-future-alone.md",
+                "a lone future note futurealonetoken\n")
+    ahead = time.time() + 86400
+    os.utime(path, (ahead, ahead))
+    wait_for(lambda: records_with(daemon, "futurealonetoken"), timeout=30,
+             what="the future-dated note to be consolidated by the wait bound")
+
+
 @pytest.mark.parametrize("kind", ["directory", "FIFO"])
 def test_a_directory_or_fifo_named_md_is_named_once(make_daemon, short_home, kind):
     home = home_with(short_home, QUIET)
