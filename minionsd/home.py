@@ -120,6 +120,11 @@ class Home:
     def pidfile(self) -> Path:
         return self.engine / "minionsd.pid"
 
+    @property
+    def socket_record(self) -> Path:
+        """The running daemon's pid and bound socket (storage.pidfile.SocketRecord)."""
+        return self.engine / "minionsd.bound"
+
     def category_dir(self, category: str) -> Path:
         if category not in KB_CATEGORIES:
             raise InvalidParams(
