@@ -132,6 +132,12 @@ class Daemon:
         result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
                                             "circuit_breaks": 0})
         result.setdefault("jobs", [])
+        failed = app.events.get("consolidation_failure")
+        if failed:  # the notes stay in the inbox; the next batch tries them again
+            result["warnings"] = [*result["warnings"], {
+                "file": "notes/inbox", "at": failed["at"],
+                "reason": f"the last consolidation batch failed: {failed['reason']}; its notes "
+                          "wait in the inbox and the next batch tries them again"}]
         return result
 
     async def summary(self) -> str:
