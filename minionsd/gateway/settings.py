@@ -19,8 +19,11 @@ class SettingsError(ValueError):
 def split_listen(listen: str) -> tuple[str, int]:
     """`host:port` or `[v6]:port` -> (host, port)."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdigit():
         raise SettingsError(f"gateway.listen {listen!r} must be HOST:PORT, e.g. 127.0.0.1:8765")
+    if not 0 < int(port) < 65536:
+        raise SettingsError(f"gateway.listen {listen!r}: port {int(port)} is out of range "
+                            "(1 to 65535)")
     return host.strip("[]"), int(port)
 
 

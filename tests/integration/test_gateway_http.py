@@ -362,6 +362,8 @@ def test_serve_refuses_to_start_without_tls_off_loopback_or_without_tokens(env, 
     proc = serve(env.daemon.home, "0.0.0.0:1")
     assert proc.returncode == 2 and "without TLS" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    proc = serve(env.daemon.home, "127.0.0.1:99999")
+    assert proc.returncode == 2 and "port 99999 is out of range" in proc.stderr, proc.stderr
     proc = serve(env.daemon.home, f"127.0.0.1:{env.gateway.port}")  # the port is taken
     assert proc.returncode == 1 and "could not listen" in proc.stderr
     assert "listening on" not in proc.stderr
