@@ -73,7 +73,8 @@ def test_a_full_disk_is_named_and_a_failed_batch_is_a_status_warning(make_daemon
             assert len(warned) == 1 and "consolidation batch failed" in warned[0]["reason"], \
                 status["warnings"]
             assert status["consolidation"]["last_failure"]["reason"]
-            assert "consolidation batch failed" in ok(ctl("status"))
+            shown = ok(ctl("status"))
+            assert "consolidation batch failed" in shown and "last batch FAILED" in shown, shown
 
             (home / "filler.bin").unlink()
             done = ok(ctl("consolidate", "--force"))
