@@ -86,3 +86,28 @@ def test_a_full_disk_is_named_and_a_failed_batch_is_a_status_warning(make_daemon
         finally:
             daemon.stop()
             os.sync()
+
+
+def test_a_read_only_inbox_is_named(daemon, short_home):
+    inbox = daemon.home / "notes" / "inbox"
+    try:
+        subprocess.run(["mount", "--bind", str(inbox), str(inbox)], check=True,
+                       capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"cannot bind-mount here (needs root): {exc}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(inbox)], check=True,
+                       capture_output=True, timeout=30)
+        env = clean_env(MINIONS_HOME=str(daemon.home))
+        refused = run_ctl("note", "a note for a read-only inbox", "--title", "ro", env=env)
+        said = refused.stderr + refused.stdout
+        assert refused.returncode != 0
+        assert f"read-only file system: {inbox}/" in said and "unexpectedly" not in said, said
+        with pytest.raises(Exception) as err:
+            daemon.call("inbox.submit", body="y" * 50, author="ci", title="ro")
+        assert err.value.code == -32000 and err.value.data["errno"] == "EROFS"
+        assert daemon.call("status")["pid"]  # the daemon keeps running
+    finally:
+        subprocess.run(["umount", "-l", str(inbox)], capture_output=True, timeout=30)
+    ok(run_ctl("note", "a note once the inbox is writable", "--title", "rw",
+               env=clean_env(MINIONS_HOME=str(daemon.home))))
