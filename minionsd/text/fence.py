@@ -196,6 +196,7 @@ def _tag_rest_re() -> re.Pattern[str]:
 
 _TAG_REST_RE = _tag_rest_re()
 _GAP_RE = re.compile(GAP)
+_GAP_CHARS = frozenset(" \t\n\r\x0b\x0c") | MARKERS
 # Characters whose view is themselves: ASCII text and whitespace, except the starts of escapes.
 _NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x24\x27-\x5b\x5d-\x7e]")
 # ASCII characters a reader sees (not control characters other than whitespace).
@@ -253,7 +254,9 @@ def _no_tag_can_start(text: str, start: int) -> bool:
         return False  # a tag: the exact check finds it and reports its span
     # Stopped by a character that cannot continue a tag (markup after the last letter can
     # be followed by more), or by the end of the text.
-    end = _GAP_RE.match(text, m.end(), limit).end()  # type: ignore[union-attr]
+    end = m.end()
+    if end < limit and text[end] in _GAP_CHARS:
+        end = _GAP_RE.match(text, end, limit).end()  # type: ignore[union-attr]
     if end < limit and text[end] == "<":
         return False  # inline HTML may go on with the tag: the exact check decides
     return end < limit or (stop is None and limit == len(text))
@@ -324,29 +327,27 @@ def tag_imitation_spans(text: str, words: tuple[str, ...]) -> list[tuple[int, in
     if fence_tag and _plainly_tag_free(text):
         return []
     spans: list[tuple[int, int]] = []
+    last_end = 0
     for m in _START_RE.finditer(text):
-        if (spans and m.start() < spans[-1][1]) or (
-                fence_tag and _no_tag_can_start(text, m.start())):
+        start = m.start()
+        if start < last_end or (fence_tag and _no_tag_can_start(text, start)):
             continue
-        span = _fence_tag_at(text, m.start(), words)
+        span = _fence_tag_at(text, start, words)
         if span is not None:
             spans.append(span)
+            last_end = span[1]
     return spans
-
-
-def _fence_tag_spans(text: str) -> list[tuple[int, int]]:
-    return tag_imitation_spans(text, FENCE_WORDS)
 
 
 def contains_fence_tag(text: str) -> bool:
     """True when `text` holds something a reader could take for a fence open or close tag."""
-    return bool(_fence_tag_spans(text))
+    return bool(tag_imitation_spans(text, FENCE_WORDS))
 
 
 def escape_fence_markers(body: str) -> str:
     """Neutralise every imitation of the fence tags in `body`; leave everything else alone."""
     for _ in range(4):
-        spans = _fence_tag_spans(body)
+        spans = tag_imitation_spans(body, FENCE_WORDS)
         if not spans:
             return body
         parts, pos = [], 0
