@@ -178,6 +178,7 @@ from datetime import UTC, datetime
 sys.path.insert(0, sys.argv[1])
 from minionsd.storage import records
 from minionsd.storage.database import connect
+from minionsd.storage.record_wire import plain_snippet
 from minionsd.text import ftsquery
 conn = connect(sys.argv[2], readonly=True)
 now = datetime.now(UTC)
@@ -199,18 +200,27 @@ def plain(query, limit):
         (expression, now.isoformat())).fetchone()[0]
     return [(row[0], row[1]) for row in rows], total
 
+def snippet(query, record_id):
+    # The snippet as a MATCH on memory_fts makes it, row by row.
+    return plain_snippet(conn.execute(
+        "SELECT snippet(memory_fts, 1, '[', ']', '…', 16) FROM memory_fts WHERE memory_fts "
+        "MATCH ? AND rowid = (SELECT seq FROM memory_records WHERE id = ?)",
+        (ftsquery.search_expression(query), record_id)).fetchone()[0])
+
 out = []
 for query, limit in json.loads(sys.stdin.read()):
     got = records.search(conn, {"query": query, "limit": limit}, now)
     page = [(r["id"], r["rank"]) for r in got["records"]]
-    if (page, got["total"]) != plain(query, limit):
+    if (page, got["total"]) != plain(query, limit) or any(
+            r["snippet"] != snippet(query, r["id"]) for r in got["records"]):
         out.append(query)
 print(json.dumps(out))
 """
 
 
 def check(db: Path, queries: list[str], seed: int) -> int:
-    """This checkout's pages (ids, order, ranks to the bit) and totals against the plain query,
+    """This checkout's pages (ids, order, ranks to the bit, snippets byte for byte) and totals
+    against the plain query (snippets: a MATCH on memory_fts for each row),
     for `queries` and as many made of random words, identifiers and paths of the vocabulary
     (rare and common mixed), at random limits."""
     sys.path.insert(0, str(HERE))
@@ -225,7 +235,8 @@ def check(db: Path, queries: list[str], seed: int) -> int:
                             input=json.dumps(cases), capture_output=True, text=True, cwd=REPO,
                             check=True)
     differ = json.loads(result.stdout)
-    print(f"memory.search pages and totals against the plain query on {db}: {len(cases)} "
+    print(f"memory.search pages, snippets and totals against the plain query on {db}: "
+          f"{len(cases)} "
           f"queries ({len(queries)} bench, {len(mixed)} random), {len(differ)} differ")
     for query in differ[:20]:
         print(f"   ! {query}")
@@ -276,14 +287,15 @@ def main() -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"memory.search in-process on {args.db} ({len(queries)} queries, limit 20, "
           f"{args.rounds} alternating chunks; load average at end {load})")
-    print(f"   {'code':32} {'cpu p50':>8} {'p90':>7} {'p99':>7} {'max':>7} "
+    print(f"   {'code':32} {'cpu p50':>8} {'p90':>7} {'p99':>7} {'max':>7} {'mean':>7} "
           f"{'wall p50':>9} {'p90':>7} {'p99':>7}  (ms)")
     totals = {code: [row[2] for row in rows] for code, rows in results.items()}
     for code, rows in results.items():
         cpu = [row[0] for row in rows]
         wall = [row[1] for row in rows]
         print(f"   {str(code)[-32:]:32} {pct(cpu, 50):8.2f} {pct(cpu, 90):7.2f} "
-              f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {pct(wall, 50):9.2f} "
+              f"{pct(cpu, 99):7.2f} {max(cpu) / 1e6:7.2f} {sum(cpu) / len(cpu) / 1e6:7.2f} "
+              f"{pct(wall, 50):9.2f} "
               f"{pct(wall, 90):7.2f} {pct(wall, 99):7.2f}")
     if args.classes:
         run_classes(args.db, queries, args.classes)

@@ -23,6 +23,7 @@ from minionsd.errors import InvalidParams
 from minionsd.storage import fts, records, telemetry
 from minionsd.storage.record_fields import STATUSES, check_choice
 from minionsd.storage.record_filters import field_filters
+from minionsd.storage.search_reads import page_index
 from minionsd.text import ftsquery
 
 BROWSE_MAX_LIMIT = 200
@@ -187,14 +188,16 @@ def _matching(conn: sqlite3.Connection, where: list[str], binds: dict[str, Any],
     position = {row["seq"]: i for i, row in enumerate(found[:limit])}
     rows = []
     if position:
-        seqs = ", ".join(str(int(seq)) for seq in position)
-        rows = conn.execute(
-            f"""SELECT r.*, {records.EFFECTIVE_STATUS} AS eff_status,
-                       snippet(memory_fts, 1, '', '', '…', 24) AS snippet
-                FROM memory_fts CROSS JOIN memory_records r ON r.seq = memory_fts.rowid
-                WHERE memory_fts MATCH :expr AND memory_fts.rowid IN ({seqs})""",
-            binds).fetchall()
-        rows.sort(key=lambda row: position[row["seq"]])
+        # Snippets from an index of the page's bodies alone (search_reads.page_index): a
+        # MATCH on memory_fts would look every term up again for each row of the page.
+        with page_index(conn, list(position), binds["expr"]) as (table, expression):
+            rows = conn.execute(
+                f"""SELECT r.*, {records.EFFECTIVE_STATUS} AS eff_status,
+                           snippet({table}, 0, '', '', '…', 24) AS snippet
+                    FROM temp.{table} JOIN memory_records r ON r.seq = {table}.rowid
+                    WHERE {table} MATCH :page""", binds | {"page": expression}).fetchall()
+        rows = sorted((row for row in rows if row["seq"] in position),
+                      key=lambda row: position[row["seq"]])
     total = conn.execute(
         f"""SELECT count(*) FROM (SELECT 1 FROM memory_fts
                 CROSS JOIN memory_records r ON r.seq = memory_fts.rowid

@@ -25,7 +25,6 @@ with the whole query). Otherwise the plain query runs.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -42,6 +41,7 @@ from minionsd.storage.record_wire import EFFECTIVE_STATUS, plain_snippet, to_wir
 from minionsd.storage.search_reads import (
     best,
     count_matches,
+    page_index,
     phrase_counts,
     ranks_and_count,
     ranks_of,
@@ -123,13 +123,14 @@ def _page_rows(conn: sqlite3.Connection, ranked: list[tuple[int, float]],
     if not ranked:
         return []
     order = {seq: (rank, i) for i, (seq, rank) in enumerate(ranked)}
-    rows = conn.execute(
-        f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
-                   snippet(memory_fts, 1, '[', ']', '…', 16) AS snippet
-            FROM memory_fts JOIN memory_records r ON r.seq = memory_fts.rowid
-            WHERE memory_fts MATCH :expr
-              AND memory_fts.rowid IN (SELECT value FROM json_each(:seqs))""",
-        {**binds, "seqs": json.dumps(list(order))}).fetchall()
+    # The snippets are made in an index of the page's bodies alone (search_reads.page_index).
+    with page_index(conn, list(order), binds["expr"]) as (table, expression):
+        rows = conn.execute(
+            f"""SELECT r.*, {EFFECTIVE_STATUS} AS eff_status,
+                       snippet({table}, 0, '[', ']', '…', 16) AS snippet
+                FROM temp.{table} JOIN memory_records r ON r.seq = {table}.rowid
+                WHERE {table} MATCH :page""", {**binds, "page": expression}).fetchall()
+    rows = [row for row in rows if row["seq"] in order]
     rows.sort(key=lambda row: order[row["seq"]][1])
     return [to_wire(row) | {"snippet": plain_snippet(row["snippet"]),
                             "rank": order[row["seq"]][0]} for row in rows]
@@ -166,17 +167,16 @@ def _bounded(conn: sqlite3.Connection, phrases: Sequence[str], binds: Mapping[st
     and its total stands even when the page is not found that way), each None if not."""
     if len(phrases) < 2:
         return None
-    # Few matches in all: ranking them is as cheap as anything else.
-    holders = phrase_counts(conn, phrases, CHEAP)
-    if max(holders) < CHEAP:
-        return None
     rows = fts.index_stats(conn).rows
     # An index a little larger than counted only raises the bounds (idf grows with N).
     rows_high = rows + max(10, rows // 1000)
-    many = [i for i, n in enumerate(holders) if n >= CHEAP]
-    for i, n in zip(many, phrase_counts(conn, [phrases[i] for i in many],
-                                            max(CHEAP, rows_high // 2 + 1)), strict=True):
-        holders[i] = n
+    # Each phrase counted once, to where its bound stops changing: a phrase held by more than
+    # half the index has the smallest idf FTS5 gives (a count that stopped at CHEAP would have
+    # to be taken again for every phrase that reaches it).
+    holders = phrase_counts(conn, phrases, max(CHEAP, rows_high // 2 + 1))
+    # Few matches in all: ranking them is as cheap as anything else.
+    if max(holders) < CHEAP:
+        return None
     if max(holders) > rows_high:
         return None  # the statistics are not the index's: rank the plain way
     order = sorted(range(len(phrases)), key=lambda i: holders[i])

@@ -1,6 +1,7 @@
 """The FTS5 reads memory.search is made of (storage/search.py puts them together): capped
 phrase counts, bm25 scores of every match or of chosen rows, the best few matches, and counts
-that leave some rows out. Plain tuples, through documented FTS5 interfaces only.
+that leave some rows out, and the small index a page's snippets are made in. Plain tuples,
+through documented FTS5 interfaces only.
 
 bm25 ranks are REALs, and an aggregate can carry a REAL out only as text, which keeps 15
 significant digits (JSON's and group_concat's conversion): not enough to sort ranks that differ
@@ -14,7 +15,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from minionsd.storage import fts
@@ -172,3 +174,42 @@ def ranks_and_count(conn: sqlite3.Connection, expression: str, weights: str,
     if excluded and not minus:
         count -= _count_among(conn, expression, excluded)
     return pairs, count  # type: ignore[return-value]
+
+
+# --- the page's snippets ------------------------------------------------------------------------
+
+_PAGE = "minions_page"  # a TEMP FTS5 table of the caller's connection: the page's bodies only
+_PAGE_SOURCE = "minions_page_rows"  # its content: a TEMP view of memory_records
+# Every row of the page index holds this token in this column, so the page expression
+# (`expression OR mark : m`) visits every row of the page, also those whose body holds no
+# phrase of the query (their snippet is the body's start, as FTS5 makes it for them).
+_MARK_COLUMN = "mark"
+_MARK = "m"
+
+
+@contextmanager
+def page_index(conn: sqlite3.Connection, seqs: list[int],
+               expression: str) -> Iterator[tuple[str, str]]:
+    """(table, expression): a TEMP FTS5 table holding, in column 0, the bodies of the
+    memory_records rows `seqs` alone (rowid = seq), and an FTS5 expression matching each of
+    them, under which ``snippet(table, 0, ...)`` gives, byte for byte, what
+    ``snippet(memory_fts, 1, ...)`` gives under `expression` in a search of memory_fts.
+
+    snippet() reads only the column it is asked for: that column's text, its size in tokens
+    and the places in it where the query's phrases hit, none of which depends on the other
+    columns or rows, and the table tokenises as memory_fts does. Made this way, the page's
+    snippets do not make FTS5 walk every match of the query again (as a MATCH on memory_fts
+    does, however few rows it keeps). The table is emptied on the way out."""
+    cur = fts.plain_cursor(conn)
+    cur.execute(f"CREATE TEMP VIEW IF NOT EXISTS {_PAGE_SOURCE} AS "
+                f"SELECT seq, body, '{_MARK}' AS {_MARK_COLUMN} FROM main.memory_records")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PAGE} USING fts5(body, "
+                f"{_MARK_COLUMN}, content='{_PAGE_SOURCE}', content_rowid='seq', "
+                f"tokenize='{fts.TOKENIZER}')")
+    try:
+        cur.execute(f"""INSERT INTO temp.{_PAGE} (rowid, body, {_MARK_COLUMN})
+                        SELECT seq, body, {_MARK_COLUMN} FROM temp.{_PAGE_SOURCE}
+                        WHERE seq IN (SELECT value FROM json_each(?))""", (json.dumps(seqs),))
+        yield _PAGE, f"({expression}) OR {_MARK_COLUMN} : {_MARK}"
+    finally:
+        cur.execute(f"INSERT INTO temp.{_PAGE} ({_PAGE}) VALUES ('delete-all')")

@@ -189,3 +189,20 @@ def test_a_search_of_active_records_ranks_the_rare_records_and_counts_in_one_wal
     assert [(seq_id(conn, seq), rank) for seq, rank in page] == \
         [(r["id"], r["rank"]) for r in expected["records"]]
     assert total == expected["total"]
+
+
+@pytest.mark.parametrize("query", ["alpha bravo", "golf alpha", "foxtrot bravo alpha",
+                                   "src/cache/pool.py delta alpha", "golf foxtrot"])
+def test_each_phrase_is_counted_once(conn, query):
+    """The phrases' holders are counted in one statement, each to where its bound stops
+    changing, not first to CHEAP and then again for the phrases that reach it; the page is
+    still the plain query's."""
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        found = search.search(conn, {"query": query, "limit": 10}, NOW)
+    finally:
+        conn.set_trace_callback(None)
+    counts = [s for s in statements if s.startswith("SELECT (SELECT count(*) FROM (SELECT 1")]
+    assert len(counts) == 1
+    assert found == reference(conn, {"query": query, "limit": 10}, NOW)

@@ -25,7 +25,8 @@ STORAGE_MODULES: dict[str, str] = {
     "storage/search.py": "memory.search: the page (bounded by the rare terms, or plain), "
                          "its snippets and total",
     "storage/search_reads.py": "memory.search's FTS5 reads: phrase counts, ranks of chosen rows "
-                               "with the total in one walk, the best matches, counts",
+                               "with the total in one walk, the best matches, counts, the "
+                               "page's own index for its snippets",
     "storage/read_txn.py": "one read transaction around several reads",
     "storage/telemetry.py": "retrieval telemetry rows",
     "storage/browse.py": "reads for people: records browsed in stable pages, supersede chains, "
