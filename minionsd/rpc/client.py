@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,11 @@ def running_socket(root: Path) -> Path | None:
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if pid <= 0 or not path or "\n" in path or not _pid_alive(pid):
+        return None
+    try:  # a crashed daemon's record whose pid was reused names a socket that is gone
+        if not stat.S_ISSOCK(os.stat(path).st_mode):
+            return None
+    except OSError:
         return None
     return Path(path)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 
 from tests.conftest import wait_for
 from tests.integration.test_cli import clean_env, ok, run_ctl
@@ -52,6 +53,31 @@ def test_a_record_naming_a_dead_pid_is_ignored(tmp_path):
     (engine / "minionsd.bound").write_text("999999999\n/nowhere/x.sock\n")
     assert socket_for_home(tmp_path) == engine / "minionsd.sock"
     (engine / "minionsd.bound").write_text(f"{os.getpid()}\n/somewhere/x.sock\n")
-    assert str(socket_for_home(tmp_path)) == "/somewhere/x.sock"
+    assert socket_for_home(tmp_path) == engine / "minionsd.sock"  # no such socket
+    live = tmp_path / "live.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(live))
+        (engine / "minionsd.bound").write_text(f"{os.getpid()}\n{live}\n")
+        assert socket_for_home(tmp_path) == live
     (engine / "minionsd.bound").write_text("garbage")
     assert socket_for_home(tmp_path) == engine / "minionsd.sock"
+
+
+def test_a_gateway_follows_the_daemon_to_its_new_socket(daemon, short_home):
+    from tests.gateway_harness import GatewayProcess, call_rpc, make_token
+
+    token = make_token(daemon, "boot", "boot-bot", "read")
+    gateway = GatewayProcess(daemon).start()
+    try:
+        assert "result" in call_rpc(gateway, token, "status")
+        other = short_home.parent / "moved.sock"
+        daemon.call("config.set", key="server.socket", value=str(other))
+        assert call_rpc(gateway, token, "status")["result"]["socket"] == str(daemon.socket)
+        assert daemon.stop() == 0
+        daemon.spawn()
+        env = clean_env(MINIONS_HOME=str(daemon.home))
+        wait_for(lambda: run_ctl("status", env=env).returncode == 0, timeout=60,
+                 what=daemon.log())
+        assert call_rpc(gateway, token, "status")["result"]["socket"] == str(other)
+    finally:
+        gateway.stop()
