@@ -8,7 +8,12 @@ name. The file-name fallback prefers the longest configured agent id, so hyphena
 Trust follows the author and nothing else (SPEC §3.2): `system` for the daemon's own author
 `engine`, `human` only for the authors the owner listed (`trust.human_authors`, by default the
 login name the daemon runs as: `App.human_authors()`), `agent` for everyone else. No
-front-matter key can change it.
+front-matter key can raise it. The one key that counts, `trust: agent`, only lowers it: the
+daemon writes it into every note a gateway token submits (SPEC §5.2: what a token writes is
+`agent`), so such a note stays `agent` even if its author is listed as human by the time it is
+consolidated. It travels in the file itself, so it holds through a hold, a quarantine and
+requeue (which renames the note), a backup and restore, and a batch redone after a crash;
+anyone who could forge it could only lower a note's trust.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 UNKNOWN = "unknown"
 ENGINE = "engine"
 TEMP_PREFIX = "temp-"
+AGENT_TRUST = "agent"
 _LEADING_ID_RE = re.compile(r"[A-Za-z0-9_]+(?=-)")
 _TEMP_ID_RE = re.compile(r"temp-[A-Za-z0-9_]+(?=-)")
 
@@ -67,12 +73,15 @@ def has_notebook(author: str, agents_config: Mapping[str, Mapping[str, Any]]) ->
 
 
 def author_trust(author: str | None, human_authors: Iterable[str], *,
-                 daemon_wrote: bool = False) -> str:
+                 daemon_wrote: bool = False, declared: Any = None) -> str:
     """The trust a record written by `author` gets: `system`, `human` or `agent`.
 
     `engine` is `system` only for a note the daemon wrote itself (`daemon_wrote`): anyone can
-    put `author: engine` in a file they drop into the inbox.
+    put `author: engine` in a file they drop into the inbox. `declared` is the note's
+    front-matter `trust`: `agent` caps the answer at `agent`, any other value is ignored.
     """
+    if declared == AGENT_TRUST:
+        return AGENT_TRUST
     if author == ENGINE:
         return "system" if daemon_wrote else "agent"
     if author and author in frozenset(human_authors):

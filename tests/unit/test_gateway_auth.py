@@ -63,8 +63,9 @@ def test_admit_never_lets_a_request_choose_its_identity(method, params, who):
     out = admitted.params
     for key in IDENTITY_PARAMS.get(method, ()):
         assert out[key] == who.agent  # set even when the request left it out
-    if method == "memory.add":
+    if method in ("memory.add", "knowledge.create", "episode.capture", "inbox.submit"):
         assert out["trust"] == "agent"
+    if method == "memory.add":
         assert out["author"] == out["agent"] == who.agent
         assert out["scope"] == "project:payments"
     if who.project and method in ("inbox.submit", "memory.retrieve", "prompt.assemble",

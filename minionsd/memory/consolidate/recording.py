@@ -117,7 +117,8 @@ class Recording:
         meta = safe_meta(note.content)
         body = note_body(note.content)
         project = meta.get("project") if isinstance(meta.get("project"), str) else None
-        trust = author_trust(note.author, self.app.human_authors(), daemon_wrote=daemon_wrote)
+        trust = author_trust(note.author, self.app.human_authors(), daemon_wrote=daemon_wrote,
+                             declared=meta.get("trust"))
         tags = meta.get("tags")
         tags = [str(t) for t in tags] if isinstance(tags, list) else []
         importance = meta.get("importance")
