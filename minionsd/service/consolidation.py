@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from minionsd.clock import iso
-from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.errors import InvalidParams, InvalidState, MinionsError, NotFound, os_error_detail
 from minionsd.fileio import fsync_dir, write_temp_synced
 from minionsd.home import check_name
 from minionsd.memory import quarantine
@@ -86,9 +86,25 @@ class ConsolidationService:
         if self._stopping:
             raise InvalidState("the daemon is shutting down")
         async with self._lock:
-            result = await self.app.off_loop(self.pipeline.run, force, name="consolidation")
+            result = await self._batch(force)
         self.poke()
         return result.to_wire()
+
+    async def _batch(self, force: bool) -> Any:
+        """One pipeline run; a failed one is kept as the `consolidation_failure` event (in
+        `status`, with a warning) until a batch runs through."""
+        try:
+            result = await self.app.off_loop(self.pipeline.run, force, name="consolidation")
+        except Abandoned:
+            raise
+        except Exception as exc:
+            detail = (exc.detail if isinstance(exc, MinionsError)
+                      else os_error_detail(exc) if isinstance(exc, OSError)
+                      else f"{type(exc).__name__}: {exc}")
+            self.app.note_event("consolidation_failure", reason=detail[:500])
+            raise
+        self.app.events.pop("consolidation_failure", None)
+        return result
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -135,8 +151,7 @@ class ConsolidationService:
             if state == "work":
                 try:
                     async with self._lock:
-                        await self.app.off_loop(self.pipeline.run, False,
-                                                name="consolidation")
+                        await self._batch(False)
                 except Abandoned:
                     return
                 except Exception:
@@ -187,6 +202,7 @@ class ConsolidationService:
                 "batches": int(counters.get("batches", 0)),
                 "circuit_breaks": int(counters.get("circuit_breaks", 0)),
                 "running": self._lock.locked(),
+                "last_failure": self.app.events.get("consolidation_failure"),
             },
         }
 

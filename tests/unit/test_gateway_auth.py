@@ -242,3 +242,12 @@ def test_a_project_bound_token_reaches_its_projects_records_only():
         assert await outcome(ADMIN, "memory.pin", id="M-other") == -32001
 
     asyncio.run(main())
+
+
+def test_every_method_the_daemon_serves_is_known_to_the_gateway(tmp_path):
+    # The gateway answers a method it does not know with "no method named": never one the
+    # daemon serves.
+    from minionsd.gateway.identity import known
+    from tests.unit.test_docs import served_methods
+
+    assert sorted(m for m in served_methods(tmp_path) if not known(m)) == []
