@@ -1,9 +1,11 @@
 """Who wrote an inbox note, and whether that author gets a personal notebook.
 
 Identity comes from front matter first (`agent`, then `author`) and only then from the file
-name. The file-name fallback prefers the longest configured agent id, so hyphenated ids such as
-`command-center` are not cut at their first dash (the original's `^\\w+-` rule turned them into
-`command`), and keeps `temp-<uid>` whole so temporary agents stay recognisable.
+name; a front-matter value that cannot be a name (a path, markup, a control character, over
+200 characters, a leading dot) is passed over. The file-name fallback prefers the longest
+configured agent id, so hyphenated ids such as `command-center` are not cut at their first
+dash (the original's `^\\w+-` rule turned them into `command`), and keeps `temp-<uid>` whole
+so temporary agents stay recognisable.
 
 Trust follows the author and nothing else (SPEC §3.2): `system` for the daemon's own author
 `engine`, `human` only for the authors the owner listed (`trust.human_authors`, by default the
@@ -28,6 +30,10 @@ TEMP_PREFIX = "temp-"
 AGENT_TRUST = "agent"
 _LEADING_ID_RE = re.compile(r"[A-Za-z0-9_]+(?=-)")
 _TEMP_ID_RE = re.compile(r"temp-[A-Za-z0-9_]+(?=-)")
+# What no author's name holds: path separators, markup brackets, control characters. A
+# front-matter value with one of them is passed over (the next key, then the file name, decides),
+# so `agent: ../../etc` or an HTML tag never becomes an author, an agent id or a file-name slug.
+_NOT_A_NAME_RE = re.compile(r"[/\\<>\x00-\x1f\x7f]|^.{201,}$", re.DOTALL)
 
 
 def declared_author(meta: Mapping[str, Any]) -> str | None:
@@ -38,8 +44,10 @@ def declared_author(meta: Mapping[str, Any]) -> str | None:
 def _meta_identity(meta: Mapping[str, Any]) -> str | None:
     for key in ("agent", "author"):
         value = meta.get(key)
-        if value is not None and not isinstance(value, (dict, list)) and str(value).strip():
-            return str(value).strip()
+        if value is not None and not isinstance(value, (dict, list)):
+            name = str(value).strip()
+            if name and not _NOT_A_NAME_RE.search(name) and not name.startswith("."):
+                return name
     return None
 
 

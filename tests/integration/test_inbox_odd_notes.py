@@ -186,3 +186,23 @@ def test_the_same_text_for_another_project_is_another_note(make_daemon, short_ho
     assert out.returncode == 0, out.stderr
     shown = out.stdout.strip().removeprefix("duplicate, not written: ")
     assert shown != out.stdout.strip() and (Path(daemon.home) / shown).is_file()
+
+
+def test_front_matter_that_cannot_name_an_author_or_kind_is_passed_over(make_daemon,
+                                                                        short_home):
+    """A dropped file's `agent: ../../etc`, an HTML tag as `author` and `kind: nonsense` are
+    not taken as they are (inbox.submit refuses all three): the file name names the author,
+    the kind is `note`, and notes.md's heading never shows the tag or the path."""
+    home = home_with(short_home, QUIET)
+    daemon = make_daemon()
+    inbox = home / "notes" / "inbox"
+    drop(inbox, "dana-odd-identity.md",
+         "---\nagent: ../../etc\nauthor: <img src=x onerror=alert(1)>\nkind: nonsense\n---\n"
+         "Oddidentitytoken: the cache key includes the tenant id.\n", age_s=5)
+    assert daemon.call("consolidation.run", force=True)["notes"] == 1
+    [found] = records_with(daemon, "oddidentitytoken")
+    record = daemon.call("memory.get", id=found["id"])
+    assert record["author"] == "dana"
+    assert record["meta"]["kind"] == "note"
+    notes = (home / "notes.md").read_text()
+    assert "../../etc" not in notes and "<img" not in notes
