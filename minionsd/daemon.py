@@ -39,7 +39,7 @@ from minionsd.service.systemd import Notifier
 from minionsd.service.wiring import Wiring
 from minionsd.storage import records
 from minionsd.storage.database import Database
-from minionsd.storage.pidfile import PidFile
+from minionsd.storage.pidfile import PidFile, SocketRecord
 from minionsd.threads import SharedRun
 
 log = structlog.get_logger()
@@ -132,6 +132,12 @@ class Daemon:
         result.setdefault("consolidation", {"last_at": None, "last_mode": None, "batches": 0,
                                             "circuit_breaks": 0})
         result.setdefault("jobs", [])
+        failed = app.events.get("consolidation_failure")
+        if failed:  # the notes stay in the inbox; the next batch tries them again
+            result["warnings"] = [*result["warnings"], {
+                "file": "notes/inbox", "at": failed["at"],
+                "reason": f"the last consolidation batch failed: {failed['reason']}; its notes "
+                          "wait in the inbox and the next batch tries them again"}]
         return result
 
     async def summary(self) -> str:
@@ -186,12 +192,18 @@ class Daemon:
             await self.stop_all(started)
             raise
         app.bound_socket = app.socket_path
+        record = SocketRecord(app.home.socket_record)
+        try:
+            record.write(app.bound_socket)
+        except OSError as exc:  # clients then go by config.toml alone
+            log.warning("daemon.socket_record_failed", error=str(exc)[:300])
         log.info("daemon.ready", home=str(app.home.root), socket=str(app.socket_path),
                  pid=os.getpid())
         self.notifier.ready(await self.summary())
         status_task = loop.create_task(self._status_updates())
         await self.stop_event.wait()
         status_task.cancel()
+        record.remove()
         log.info("daemon.stopping")
         self.notifier.stopping()
         await self.stop_all(started)
@@ -365,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         db.close()
         app.workers.close()
+        SocketRecord(home.socket_record).remove()
         pidfile.release()
         left = [t.name for t in threading.enumerate()
                 if t is not threading.current_thread() and t.is_alive()]

@@ -7,6 +7,9 @@ class carries the JSON-RPC code it maps to, so the translation happens in exactl
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class MinionsError(Exception):
     """Base of every error minionsd reports on purpose."""
@@ -56,3 +59,22 @@ class StorageError(MinionsError):
 
     code = -32000
     message = "internal"
+
+
+def os_error_detail(exc: OSError) -> str:
+    """An OSError as words a person can act on: "no space left on device: /home/x/notes/...",
+    "permission denied: ...", "read-only file system: ..."; the path when the error has one."""
+    reason = (exc.strerror or str(exc) or type(exc).__name__).strip()
+    reason = reason[:1].lower() + reason[1:]
+    paths = [p for p in (exc.filename, exc.filename2) if p is not None]
+    if not paths:
+        return reason
+    return f"{reason}: " + " -> ".join(os.fsdecode(p) for p in paths)
+
+
+def from_os_error(method: str, exc: OSError) -> StorageError:
+    """What a method's OSError (ENOSPC, EACCES, EROFS...) tells its caller: -32000 naming the
+    problem and the path, with `kind` "os_error" and the errno's name."""
+    name = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
+    return StorageError(f"{method} failed: {os_error_detail(exc)}", kind="os_error",
+                        **({"errno": name} if name else {}))

@@ -61,8 +61,10 @@ def _write_temp(path: Path, tag: str, data: bytes, mode: int, sync: bool = True)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a write error names no file: say which one
         raise
     return tmp
 

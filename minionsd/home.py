@@ -47,11 +47,19 @@ def safe_relative(home: Path, rel: object, what: str = "path") -> Path:
     """A home-relative path from a request (e.g. `knowledge/reviews/x.md`)."""
     if not isinstance(rel, str) or not rel:
         raise InvalidParams(f"{what} must be a non-empty string", param=what)
-    if "\0" in rel or rel.startswith("/") or "\\" in rel:
+    if "\0" in rel:
+        raise InvalidParams(f"{what} must not contain a NUL character", param=what)
+    if rel.startswith("/") or "\\" in rel:
         raise InvalidParams(f"{what} must be relative to the home, with '/' separators",
                             param=what)
     parts = rel.split("/")
     for part in parts:
+        if part in ("", ".", ".."):
+            shown = "an empty" if not part else f"a '{part}'"
+            raise InvalidParams(f"{what} {rel!r} has {shown} component", param=what)
+        if part.startswith("."):
+            raise InvalidParams(f"{what} component {part!r} starts with '.' (hidden files are "
+                                "not served)", param=what)
         check_name(part, what)
     target = home.joinpath(*parts)
     resolved_home = home.resolve()
@@ -119,6 +127,11 @@ class Home:
     @property
     def pidfile(self) -> Path:
         return self.engine / "minionsd.pid"
+
+    @property
+    def socket_record(self) -> Path:
+        """The running daemon's pid and bound socket (storage.pidfile.SocketRecord)."""
+        return self.engine / "minionsd.bound"
 
     def category_dir(self, category: str) -> Path:
         if category not in KB_CATEGORIES:

@@ -15,6 +15,7 @@
     .venv/bin/python scripts/bench.py --old /tmp/old    # one table: this code beside /tmp/old
     .venv/bin/python scripts/bench.py --only cli --old /tmp/old --cli-home DIR  # minionsctl
     .venv/bin/python scripts/bench.py --only startup --cli-home DIR   # start-up, profiled
+    .venv/bin/python scripts/bench.py --only heavy-note [--old /tmp/old]  # 1 MB YAML note
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -149,7 +150,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--only", choices=("load", "search", "consolidation", "retrieval",
-                                            "mcp-start", "web", "cli", "startup"))
+                                            "mcp-start", "web", "cli", "startup",
+                                            "heavy-note"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
@@ -209,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, interrupted)
     began = time.perf_counter()
     try:
-        if args.only == "cli":
+        if args.only == "heavy-note":  # bench_heavy_note.py: its own daemons, CPU per run
+            from bench_heavy_note import main as run_heavy_note
+
+            run_heavy_note(["--runs", str(max(args.trials, 3))]
+                           + (["--old", str(args.old.resolve())] if args.old else []))
+        elif args.only == "cli":
             from bench_cli import run_cli
 
             run_cli(bench, args.old.resolve() if args.old else None, REPO)

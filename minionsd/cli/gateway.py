@@ -74,7 +74,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         settings = GatewaySettings.from_config(cfg, socket_of(args), home=home,
-                                               listen=args.listen)
+                                               listen=args.listen, follow_home=not args.socket)
     except SettingsError as exc:
         print(f"minionsctl serve: {exc}", file=sys.stderr)
         return EXIT_USAGE

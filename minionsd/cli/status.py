@@ -32,7 +32,11 @@ def _consolidation(s: Section) -> tuple[str, set[str]]:
              f"{fmt.plural(s.get('circuit_breaks', 0), 'duplicate storm')} stopped"]
     if s.get("running"):
         parts.append("a batch is running now")
-    return "; ".join(parts), {"batches", "last_at", "last_mode", "circuit_breaks", "running"}
+    line, failure = "; ".join(parts), s.get("last_failure")
+    if isinstance(failure, dict):
+        line += (f"\n  last batch FAILED {fmt.moment(failure.get('at'))}: "
+                 f"{failure.get('reason') or '-'} (its notes wait in the inbox)")
+    return line, {"batches", "last_at", "last_mode", "circuit_breaks", "running", "last_failure"}
 
 
 def _records(s: Section) -> tuple[str, set[str]]:

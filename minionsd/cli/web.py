@@ -27,6 +27,25 @@ def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
     return f"{scheme}://{host}:{port}"
 
 
+def gateway_answers(base_url: str, timeout: float = 2.0) -> bool | None:
+    """Whether a gateway answers /healthz at `base_url`: True for any HTTP answer, False when
+    the connection is refused, None when that cannot be told (a timeout, a TLS problem)."""
+    import urllib.error  # only here: the other commands never make an HTTP request
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered, if only to say the daemon behind it is down
+    except urllib.error.URLError as exc:
+        return False if isinstance(exc.reason, ConnectionRefusedError) else None
+    except ConnectionRefusedError:
+        return False
+    except (OSError, ValueError):
+        return None
+
+
 def can_open_browser() -> bool:
     return sys.platform == "darwin" or bool(os.environ.get("DISPLAY")
                                             or os.environ.get("WAYLAND_DISPLAY"))
@@ -40,8 +59,9 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
                                f"--listen`, not {args.listen!r}")
     config = call("config.get", {})["value"]
     link = call("web.link_create", {})
-    url = f"{gateway_url(config, args.listen)}/login?code={link['code']}"
-    result = link | {"url": url}
+    base = gateway_url(config, args.listen)
+    url = f"{base}/login?code={link['code']}"
+    result = link | {"url": url, "gateway_running": gateway_answers(base)}
     opened = False
     if not args.no_open and can_open_browser():
         import webbrowser  # only here: most runs of minionsctl never open a browser
@@ -49,9 +69,12 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
         opened = webbrowser.open(url)
 
     def text(r: dict[str, Any]) -> str:
+        running = r["gateway_running"]
         lines = [r["url"], f"This sign-in link works once, until {r['expires_at']} "
                  f"(5 minutes), as token {r['token_name']!r} (admin).",
-                 "The gateway must be running: `minionsctl serve`."]
+                 f"The gateway is answering at {base}." if running else
+                 f"Nothing answers at {base}: start the gateway with `minionsctl serve`."
+                 if running is False else "The gateway must be running: `minionsctl serve`."]
         if opened:
             lines.append("Opened in your browser.")
         return "\n".join(lines)

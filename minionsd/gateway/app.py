@@ -35,7 +35,7 @@ from minionsd.gateway.metrics import CONTENT_TYPE, GatewayMetrics
 from minionsd.gateway.rpc_http import RpcEndpoint
 from minionsd.gateway.settings import GatewaySettings
 from minionsd.gateway.tokens import TokenVerifier
-from minionsd.rpc.client import DaemonUnavailable, RpcError
+from minionsd.rpc.client import DaemonUnavailable, RpcError, socket_for_home
 
 HEALTH_TTL_S = 1.0
 HEALTH_TIMEOUT_S = 5.0
@@ -45,7 +45,9 @@ ANY_METHOD = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def build_context(settings: GatewaySettings) -> GatewayContext:
-    link = DaemonLink(settings.socket)
+    home = settings.home
+    link = DaemonLink(settings.socket, locate=(lambda: socket_for_home(home))
+                      if settings.follow_home and home is not None else None)
     verifier = TokenVerifier(link)
     caller = GatewayCaller(link)
     return GatewayContext(settings=settings, call=caller.call, verifier=verifier,

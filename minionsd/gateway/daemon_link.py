@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +42,28 @@ class DaemonTimeout(TimeoutError):
 
 
 class DaemonLink:
-    def __init__(self, socket_path: Path, timeout: float = CALL_TIMEOUT_S) -> None:
+    """`locate`, when given, says where the home's daemon listens now (rpc.client's
+    socket_for_home): asked when nothing answers on the current path, so a daemon restarted
+    on a new server.socket is followed."""
+
+    def __init__(self, socket_path: Path, timeout: float = CALL_TIMEOUT_S,
+                 locate: Callable[[], Path] | None = None) -> None:
         self.socket_path = socket_path
         self.timeout = timeout
+        self.locate = locate
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        try:
+            return await self._connect()
+        except DaemonUnavailable:
+            moved = self.locate() if self.locate is not None else self.socket_path
+            if moved == self.socket_path:
+                raise
+            self.socket_path = moved
+            return await self._connect()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
             return await asyncio.open_unix_connection(str(self.socket_path), limit=READ_LIMIT)
         except (FileNotFoundError, ConnectionRefusedError) as exc:

@@ -45,7 +45,8 @@ def known(method: str) -> bool:
 
 def scope_needed(method: str) -> str | None:
     """The scope a method needs; None for a socket-only method. A method the table does not
-    name needs `admin` (the daemon answers it with method-not-found, if it does not exist)."""
+    name needs `admin`; the gateway answers such a method (not `known`) with method-not-found
+    before asking for any scope."""
     if method in SOCKET_ONLY:
         return None
     for scope, methods in SCOPE_METHODS.items():

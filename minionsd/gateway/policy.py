@@ -83,7 +83,7 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
     for key in _AUTHOR_PARAMS.get(method, ()):
         out[key] = identity.agent
         note["author"] = identity.agent
-    if method in ("memory.add", "knowledge.create", "episode.capture"):
+    if method in ("memory.add", "knowledge.create", "episode.capture", "inbox.submit"):
         out["trust"] = "agent"
     if identity.project is not None and method in WHOLE_HOME_READS:
         raise Forbidden(f"{method} shows the whole home, and token {identity.name!r} is bound "

@@ -67,6 +67,11 @@ def judge(message: Any, identity: Identity) -> tuple[dict[str, Any] | None, dict
         request_id = message.get("id") if isinstance(message, dict) else None
         return None, _error(request_id if isinstance(request_id, str | int) else None,
                             -32600, "Invalid Request", problem), {}
+    if not known(message["method"]):  # whatever the token's scopes: nothing to refuse
+        if "id" not in message:
+            return None, None, {}
+        return None, _error(message["id"], -32601, "Method not found",
+                            f"no method named {message['method']!r}"), {}
     try:
         admitted = admit(message["method"], message.get("params"), identity)
     except Forbidden as exc:

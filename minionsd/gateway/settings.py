@@ -19,8 +19,11 @@ class SettingsError(ValueError):
 def split_listen(listen: str) -> tuple[str, int]:
     """`host:port` or `[v6]:port` -> (host, port)."""
     host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdigit():
         raise SettingsError(f"gateway.listen {listen!r} must be HOST:PORT, e.g. 127.0.0.1:8765")
+    if not 0 < int(port) < 65536:
+        raise SettingsError(f"gateway.listen {listen!r}: port {int(port)} is out of range "
+                            "(1 to 65535)")
     return host.strip("[]"), int(port)
 
 
@@ -67,12 +70,14 @@ class GatewaySettings:
     session_hours: int = 12
     max_request_bytes: int = 1048576
     home: Path | None = None
+    # The socket came from the home (no --socket): follow the daemon if it moves (DaemonLink).
+    follow_home: bool = False
     # A client must send its whole request (headers and body) within this many seconds.
     read_timeout_s: float = 30.0
 
     @classmethod
     def from_config(cls, config: Any, socket: Path, *, home: Path | None = None,
-                    listen: str | None = None) -> GatewaySettings:
+                    listen: str | None = None, follow_home: bool = False) -> GatewaySettings:
         host, port = split_listen(listen or config["gateway.listen"])
         return cls(host=host, port=port, socket=socket,
                    public_url=config["gateway.public_url"].rstrip("/"),
@@ -84,6 +89,7 @@ class GatewaySettings:
                    rate_burst=config["gateway.rate_burst"],
                    session_hours=config["gateway.session_hours"],
                    max_request_bytes=config["server.max_request_bytes"], home=home,
+                   follow_home=follow_home and home is not None,
                    read_timeout_s=float(config["gateway.read_timeout_s"]))
 
     @property

@@ -42,14 +42,14 @@ class FileWarnings:
         except ValueError:
             return str(path)
 
-    def replaced(self, path: Path, reason: str) -> None:
+    def replaced(self, path: Path, reason: str, event: str = "file.read_with_warning") -> None:
         rel = self._rel(path)
         with self._lock:
             known = self._items.get(rel)
             if known is not None and known["reason"] == reason:
                 return
             self._items[rel] = {"file": rel, "reason": reason, "at": iso(self._clock())}
-        log.warning("file.read_with_warning", file=rel, reason=reason)
+        log.warning(event, file=rel, reason=reason)
 
     def clean(self, path: Path, text: str) -> None:
         if not self._items:  # the common case: no lock, nothing to do

@@ -1,4 +1,4 @@
-"""The inbox: which notes are there, which are eligible, quarantine, holds and submission.
+"""The inbox: which notes are there, which are eligible, quarantine and holds.
 
 A note is eligible when it is a regular `*.md` file directly in notes/inbox/, not hidden or an
 editor temp file, settled (unchanged for `engine.inbox_settle_ms`), not held (front matter
@@ -10,40 +10,32 @@ notes/quarantine/ with a `<name>.reason.txt` beside them; nothing is deleted.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from minionsd.clock import date_stamp
-from minionsd.errors import Conflict, InvalidParams
 from minionsd.fileio import atomic_write_text, fit_name
 from minionsd.home import Home
-from minionsd.memory.consolidate.breaker import content_hash
+from minionsd.memory.filewarn import FileWarnings
 from minionsd.memory.identity import note_author
 from minionsd.memory.quarantine import QUARANTINE_NAME_MAX_BYTES, REASON_SUFFIX
-from minionsd.storage import journal, submissions
 from minionsd.text.markdown import (
     FrontMatterError,
     check_note_types,
-    first_heading,
-    parse_note,
     read_note,
-    readable_slug,
-    render_note,
 )
-from minionsd.text.redact import redact
 
 log = structlog.get_logger()
 
 KINDS = ("note", "finding", "feedback", "alert")
-_AUTHOR_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+_AHEAD = "its modification time is ahead of the clock"
 _TEMP_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -107,8 +99,15 @@ class _Named:
 class Inbox:
     """Scans notes/inbox/; caches parsed notes by (size, mtime) so rescans stay cheap."""
 
-    def __init__(self, home: Home) -> None:
+    def __init__(self, home: Home, warnings: FileWarnings | None = None) -> None:
         self.home = home
+        # Files the inbox cannot judge (a directory or FIFO named *.md, a time ahead of the
+        # clock) are named once in the log and in status.warnings while they are there.
+        self._warnings = warnings
+        self._warned: dict[str, str] = {}  # name -> reason
+        # A note whose time is ahead of the clock settles by how long it has been seen
+        # unchanged: name -> ((size, mtime_ns), wall time first seen so).
+        self._seen_since: dict[str, tuple[tuple[int, int], float]] = {}
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any], str]] = {}
         self.quarantined_here = 0  # files this object moved to quarantine so far
 
@@ -138,6 +137,11 @@ class Inbox:
         for name in list(self._cache):
             if name not in live:
                 self._cache.pop(name, None)  # another thread may have dropped it
+        present = {entry.name for entry in entries}
+        for name in [n for n in self._warned if n not in present]:
+            self._unwarn(name)
+        for name in [n for n in self._seen_since if n not in present]:
+            self._seen_since.pop(name, None)
         notes.sort(key=lambda n: (n.mtime, n.name))
         return notes
 
@@ -160,6 +164,7 @@ class Inbox:
         try:
             info = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
+            self._unwarn(entry.name)
             return None
         if not _is_utf8(entry.name):
             # SQLite text (the journal, records) is UTF-8: such a name could never be processed.
@@ -170,8 +175,12 @@ class Inbox:
             self._set_aside(may_move, entry.name, "symlinks are not accepted in the inbox")
             return None
         if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else \
+                "a FIFO" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+            self._warn(entry.name, f"is {what}, not a note file: the inbox leaves it alone "
+                                   "(rename or remove it)")
             return None
-        settled = (wall_now - info.st_mtime) * 1000 >= settle_ms
+        settled = self._settled(entry.name, info, settle_ms, wall_now)
         if info.st_size > max_bytes:
             if settled:
                 self._set_aside(may_move, entry.name, f"file is {info.st_size} bytes, over "
@@ -187,6 +196,46 @@ class Inbox:
         held = entry.name in held_names or meta.get("hold") is True
         return InboxNote(entry.name, Path(entry.path), info.st_size, info.st_mtime, meta,
                          content, note_author(meta, entry.name, agents), held, True)
+
+    def _settled(self, name: str, info: os.stat_result, settle_ms: int,
+                 wall_now: float) -> bool:
+        """Unchanged for settle_ms. A time further ahead of the clock than that cannot be
+        judged by age (clock skew, `tar x`, `cp -p` from another machine): such a note has
+        settled once this inbox has seen it unchanged for settle_ms, with a warning."""
+        age_ms = (wall_now - info.st_mtime) * 1000
+        if settle_ms <= 0 or age_ms >= -settle_ms:
+            self._seen_since.pop(name, None)
+            if self._warned.get(name, "").startswith(_AHEAD):
+                self._unwarn(name)
+            return age_ms >= settle_ms or settle_ms <= 0
+        signature = (info.st_size, info.st_mtime_ns)
+        seen = self._seen_since.get(name)
+        if seen is None or seen[0] != signature:
+            seen = (signature, wall_now)
+            self._seen_since[name] = seen
+        stamp = datetime.fromtimestamp(info.st_mtime, UTC).isoformat(timespec="seconds")
+        self._warn(name, f"{_AHEAD} ({stamp}): the note is taken once it has been unchanged "
+                         "for engine.inbox_settle_ms; check the clock of whatever wrote it")
+        return (wall_now - seen[1]) * 1000 >= settle_ms
+
+    def clock_time(self, note: InboxNote) -> float:
+        """The note's time for waiting bounds: its mtime, or, for one dated ahead of the clock,
+        when this inbox first saw it as it is."""
+        seen = self._seen_since.get(note.name)
+        return min(note.mtime, seen[1]) if seen is not None else note.mtime
+
+    def _warn(self, name: str, reason: str) -> None:
+        if self._warned.get(name) == reason:
+            return
+        self._warned[name] = reason
+        if self._warnings is not None:
+            self._warnings.replaced(self.home.inbox / name, reason, event="inbox.file_warning")
+        else:
+            log.warning("inbox.file_warning", file=name, reason=reason)
+
+    def _unwarn(self, name: str) -> None:
+        if self._warned.pop(name, None) is not None and self._warnings is not None:
+            self._warnings.forget(self.home.inbox / name)
 
     def _parse(self, entry: os.DirEntry[str] | _Named,
                info: os.stat_result, may_move: bool = True) -> tuple[dict[str, Any], str] | None:
@@ -206,12 +255,14 @@ class Inbox:
         reason = None
         try:
             content = raw.decode("utf-8")
-            meta, _body, warnings = read_note(content)
+            meta, body, warnings = read_note(content)
             meta, type_warnings = check_note_types(meta)
             for warning in warnings + type_warnings:
                 log.warning("inbox.front_matter", name=entry.name, detail=warning)
             if not content.strip():
                 reason = "file is empty"
+            elif not body.strip():
+                reason = "file has front matter but no body"
         except UnicodeDecodeError as exc:
             reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
         except FrontMatterError as exc:
@@ -261,131 +312,3 @@ class Inbox:
         self.quarantined_here += 1
         log.warning("inbox.quarantined", name=shown, reason=reason, path=str(target))
         return target
-
-
-@dataclass(frozen=True)
-class Submission:
-    name: str
-    text: str
-    kind: str
-    author: str
-    task: str | None
-    body: str  # the body as written under the front matter; duplicates compare this
-
-
-def check_author(author: object) -> str:
-    if not isinstance(author, str) or not _AUTHOR_RE.match(author):
-        raise InvalidParams("'author' must be 1-64 characters of letters, digits, '.', '_' "
-                            "or '-', starting with a letter or digit", param="author")
-    return author
-
-
-def _opt(params: dict[str, Any], key: str) -> str | None:
-    value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and key == "pr":
-        return str(value)
-    if not isinstance(value, str):
-        raise InvalidParams(f"'{key}' must be a string", param=key)
-    return value
-
-
-def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
-    """Validate inbox.submit params and render the note file (name and text)."""
-    body = params.get("body")
-    if not isinstance(body, str) or not body.strip():
-        raise InvalidParams("'body' must be a non-empty string", param="body")
-    author = check_author(params.get("author"))
-    kind = params.get("kind") or "note"
-    if kind not in KINDS:
-        raise InvalidParams(f"'kind' must be one of {', '.join(KINDS)}; got {kind!r}",
-                            param="kind")
-    title, project, task, pr, outcome = (_opt(params, k) for k in
-                                         ("title", "project", "task", "pr", "outcome"))
-    hold = params.get("hold", False)
-    if not isinstance(hold, bool):
-        raise InvalidParams("'hold' must be true or false", param="hold")
-    if kind == "finding":
-        if not task:
-            raise InvalidParams("a finding needs 'task'", param="task")
-        if outcome != "success":
-            raise InvalidParams("a finding is kept only for a successful task: 'outcome' must "
-                                f"be \"success\", got {outcome!r}", param="outcome")
-    date = date_stamp(now)
-    slug_source = title or first_heading(body) or (task if kind == "finding" else None) \
-        or " ".join(body.split()[:8])
-    # The name is made from redacted text: slugging lower-cases a token into a shape the
-    # redactor no longer knows, and the name reaches archive paths and every record's source.
-    name = f"{author}-{readable_slug(redact(slug_source))}-{date}.md"
-    meta: dict[str, Any] = {"author": author, "date": date, "kind": kind}
-    if kind in ("finding", "feedback", "alert") or author == "engine":
-        meta["agent"] = author
-    for key, value in (("title", title), ("project", project), ("task", task), ("pr", pr),
-                       ("outcome", outcome)):
-        if value is not None:
-            meta[key] = value
-    if hold:
-        meta["hold"] = True
-    if title and not first_heading(body):
-        body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
-    body = body if body.endswith("\n") else body + "\n"
-    return Submission(name, render_note(meta, body), kind, author, task, body)
-
-
-def body_hash(text: str) -> str:
-    """Hash of a note file's body (front matter left out), as duplicates are compared."""
-    try:
-        body = parse_note(text)[1]
-    except FrontMatterError:
-        body = text
-    return content_hash(body)
-
-
-def _known_hash(conn: Any, name: str, inbox_dir: Path,
-                claim: submissions.Claim | None) -> str | None:
-    """Body hash of what was submitted (or lies in the inbox) as `name`; None = unknown."""
-    if claim is not None and claim.body_hash:
-        return claim.body_hash
-    try:
-        return body_hash((inbox_dir / name).read_bytes().decode("utf-8", "replace"))
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    journalled = journal.latest_content(conn, name)
-    return body_hash(journalled) if journalled is not None else None
-
-
-def numbered_name(name: str, n: int) -> str:
-    """The n-th name for a submission: `x.md`, then `x-2.md`, `x-3.md`, …"""
-    return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
-
-
-def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
-                      now: datetime) -> tuple[str, bool]:
-    """Claim a name (and the task, for a finding) in state.db: (name, written).
-
-    The first name not yet taken (in state.db or as an inbox file) is claimed, unless one of
-    the taken names already holds this exact body: then it is a duplicate, (that name, False),
-    and nothing is claimed. A note is never dropped because its name is taken.
-    """
-    digest = content_hash(sub.body)
-    n = 1
-    while True:
-        name = numbered_name(sub.name, n)
-        claim = submissions.claim_of(conn, name)
-        path = inbox_dir / name
-        if claim is None and not (path.exists() or path.is_symlink()):
-            break
-        if _known_hash(conn, name, inbox_dir, claim) == digest:
-            return name, False
-        n += 1
-    if sub.kind == "finding":
-        first = submissions.finding_for(conn, sub.task)
-        if first:
-            raise Conflict(f"task {sub.task!r} already has a finding: {first[0]} "
-                           f"by {first[1]}", first=first[0])
-        submissions.claim_finding(conn, sub.task, name, sub.author, now)
-    submissions.claim_name(conn, name, digest, now)
-    return name, True

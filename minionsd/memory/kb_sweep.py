@@ -76,6 +76,18 @@ def _read_entry(app: App, path: Path) -> tuple[dict[str, Any], str, str] | None:
     return meta, body, text
 
 
+NO_BODY = "file has front matter but no body: nothing to bring into SQL"
+
+
+def _front_matter_only(app: App, path: Path, body: str, text: str) -> bool:
+    """A file holding a front-matter block and nothing else is skipped with a warning (its
+    record would hold the YAML as its text); an empty file is not this case."""
+    if body.strip() or not text.strip():
+        return False
+    app.file_warnings.replaced(path, NO_BODY, event="jobs.kb_unreadable")
+    return True
+
+
 _KB_SYNC = threading.Lock()  # one sweep or live file sync at a time (watch_kb.py)
 
 
@@ -115,7 +127,9 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
         parsed = _read_entry(app, path)
         if parsed is None:
             return "unreadable"
-        meta, _body, text = parsed
+        meta, body, text = parsed
+        if _front_matter_only(app, path, body, text):
+            return "unreadable"
         report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
         _import_entry(app, path, meta, text, now, report,
                       app.db.read_blocking(kb_index.known_file, rel))
@@ -143,7 +157,7 @@ def _kb_sweep(app: App, now: datetime) -> Report:
             report["unreadable"].append(shown)
             continue
         parsed = _read_entry(app, path)
-        if parsed is None:
+        if parsed is None or _front_matter_only(app, path, parsed[1], parsed[2]):
             report["unreadable"].append(app.home.rel(path))
             continue
         entries.append((path, *parsed))
@@ -293,7 +307,8 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: da
         report["unchanged"] = report.get("unchanged", 0) + 1
         return
     # A hand-added file is rated by the author its front matter names, like an inbox note.
-    trust = author_trust(declared_author(meta), app.human_authors())
+    trust = author_trust(declared_author(meta), app.human_authors(),
+                         declared=meta.get("trust"))
     fields = knowledge.record_fields(rel, text, trust=trust, author=None)
     entry_id = meta.get("entry_id") if isinstance(meta.get("entry_id"), str) else None
 

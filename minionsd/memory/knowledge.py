@@ -21,7 +21,8 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import ReadWarnings, create_new_text, decode_lenient
 from minionsd.home import KB_CATEGORIES, Home, check_name, safe_relative
 from minionsd.memory.consolidate import classify
-from minionsd.memory.inbox import check_author, note_project
+from minionsd.memory.inbox import note_project
+from minionsd.memory.submission import check_author, check_one_line
 from minionsd.storage import kb_index, records
 from minionsd.text.markdown import FrontMatterError, first_heading, parse_note, render_note, slugify
 from minionsd.text.redact import redact
@@ -51,7 +52,8 @@ def prepare_entry(home: Home, params: Mapping[str, Any],
     """
     category = params.get("category")
     directory = home.category_dir(category if isinstance(category, str) else "")
-    title = redact(_check_str(params.get("title"), "title", 300).strip())
+    title = redact(check_one_line(_check_str(params.get("title"), "title", 300),
+                                  "title").strip())
     body = redact(_check_str(params.get("body"), "body", MAX_ENTRY_BYTES))
     author = check_author(params.get("author"))
     project = params.get("project")

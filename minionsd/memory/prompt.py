@@ -15,6 +15,7 @@ from typing import Any
 from minionsd.memory.consolidate import notebooks
 from minionsd.text import notesfile
 from minionsd.text.fence import fence_with_status, truncate_utf16
+from minionsd.text.sectioncut import cut_section
 
 HEADINGS = {
     "pinned": "Pinned Context (CRITICAL — READ FIRST)",
@@ -71,7 +72,8 @@ def newest_within(header: str, parts: list[str], max_bytes: int,
     """The newest whole parts that fit max_bytes with their footer line; header if all fit.
 
     `footer(n)` renders the line about n left-out parts ("" for 0). When even the newest part
-    alone does not fit, its newest bytes are kept (the tail), with the footer.
+    alone does not fit, it is cut at a line boundary (text.sectioncut: its heading, a notice,
+    its newest lines), with the footer.
     """
     whole = header + "".join(parts)
     if utf8_len(whole) <= max_bytes:
@@ -90,15 +92,7 @@ def newest_within(header: str, parts: list[str], max_bytes: int,
         return footer(left_out) + "".join(kept), True
     newest = parts[-1] if parts else whole
     room = max(0, max_bytes - utf8_len(footer(left_out - 1 if parts else 0)))
-    tail = _utf8_tail(newest, room)
-    return footer(left_out - 1 if parts else 0) + tail, True
-
-
-def _utf8_tail(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    return data[len(data) - max_bytes:].decode("utf-8", "ignore")
+    return footer(left_out - 1 if parts else 0) + cut_section(newest, room), True
 
 
 def _team_footer(n: int) -> str:

@@ -44,14 +44,14 @@ def _lock_home(home: Home) -> PidFile:
 
 
 def _is_empty(home: Home) -> bool:
-    """Nothing worth keeping: only directories, lock files, the pid file, a stale socket, or
-    what a failed restore left."""
+    """Nothing worth keeping: only directories, lock files, the pid file and socket record, a
+    stale socket, or what a failed restore left."""
     for directory, dirs, files in os.walk(home.root):
         if Path(directory) == home.root:
             dirs[:] = [d for d in dirs if not d.startswith(_STAGING_PREFIX)]
         for name in files:
             path = Path(directory) / name
-            if path == home.pidfile or SKIPPED_NAME.match(name):
+            if path in (home.pidfile, home.socket_record) or SKIPPED_NAME.match(name):
                 continue
             mode = path.lstat().st_mode
             if stat.S_ISREG(mode) or stat.S_ISLNK(mode):

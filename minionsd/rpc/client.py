@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,46 @@ class GatewayRefused(Exception):
         self.detail = detail
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def running_socket(root: Path) -> Path | None:
+    """The socket the running daemon bound, from engine/minionsd.bound (written after the
+    bind, removed at a clean stop); None when there is no record or its pid is gone."""
+    try:
+        with open(root / "engine" / "minionsd.bound", "rb") as handle:
+            pid_line, _, rest = handle.read(8192).partition(b"\n")
+        pid = int(pid_line.strip() or b"0")
+        path = rest.rstrip(b"\n").decode("utf-8")
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if pid <= 0 or not path or "\n" in path or not _pid_alive(pid):
+        return None
+    try:  # a crashed daemon's record whose pid was reused names a socket that is gone
+        if not stat.S_ISSOCK(os.stat(path).st_mode):
+            return None
+    except OSError:
+        return None
+    return Path(path)
+
+
 def socket_for_home(home: str | os.PathLike[str]) -> Path:
-    """The socket path a home uses: server.socket from its config.toml, else the default."""
+    """The socket path a home uses: the one its running daemon bound (a changed
+    server.socket applies only at the daemon's next start), else server.socket from its
+    config.toml, else the default."""
     root = Path(home).expanduser()
+    bound = running_socket(root)
+    if bound is not None:
+        return bound
     try:
         with open(root / "config.toml", "rb") as handle:
             data = handle.read()

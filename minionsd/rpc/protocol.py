@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from minionsd.errors import MinionsError
+from minionsd.errors import MinionsError, from_os_error
 from minionsd.text.wire_json import Encoded
 from minionsd.text.wire_json import encode as _encode
 
@@ -201,6 +201,19 @@ def encode_reply(reply: dict[str, Any], method: Any = None) -> bytes:
                                       "the daemon log has details"))
 
 
+def _failure(method: str, request_id: Any, exc: BaseException) -> dict[str, Any]:
+    """A handler's exception as an error reply: an OSError (ENOSPC, EACCES...) names the
+    problem and path (-32000); one that is not a MinionsError is a bug (-32603, logged)."""
+    if isinstance(exc, OSError):
+        log.error("rpc.os_error", method=method, exc_info=exc)
+        exc = from_os_error(method, exc)
+    if isinstance(exc, MinionsError):
+        return error_response(request_id, exc.code, exc.message, exc.detail, **exc.data)
+    log.error("rpc.handler_failed", method=method, exc_info=exc)
+    return error_response(request_id, INTERNAL_ERROR, "Internal error",
+                          f"{method} failed unexpectedly; the daemon log has details")
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
@@ -329,14 +342,8 @@ class Dispatcher:
 
     @staticmethod
     def _shape(method: str, request_id: Any, outcome: Any) -> dict[str, Any]:
-        if isinstance(outcome, MinionsError):
-            return error_response(request_id, outcome.code, outcome.message, outcome.detail,
-                                  **outcome.data)
-        if isinstance(outcome, BaseException):
-            log.error("rpc.handler_failed", method=method, exc_info=outcome)
-            return error_response(request_id, INTERNAL_ERROR, "Internal error",
-                                  f"{method} failed unexpectedly; the daemon log has details")
-        return {"jsonrpc": "2.0", "id": request_id, "result": outcome}
+        return (_failure(method, request_id, outcome) if isinstance(outcome, BaseException)
+                else {"jsonrpc": "2.0", "id": request_id, "result": outcome})
 
     async def handle_message(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
@@ -375,12 +382,8 @@ class Dispatcher:
                                   f"{method}: {exc}")
         try:
             result = await handler(*args, **kwargs)
-        except MinionsError as exc:
-            return error_response(request_id, exc.code, exc.message, exc.detail, **exc.data)
-        except Exception:
-            log.exception("rpc.handler_failed", method=method)
-            return error_response(request_id, INTERNAL_ERROR, "Internal error",
-                                  f"{method} failed unexpectedly; the daemon log has details")
+        except Exception as exc:
+            return _failure(method, request_id, exc)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _bind(self, method: str, params: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

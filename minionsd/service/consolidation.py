@@ -11,16 +11,17 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from minionsd.clock import iso
-from minionsd.errors import InvalidParams, InvalidState, NotFound
+from minionsd.errors import InvalidParams, InvalidState, MinionsError, NotFound, os_error_detail
 from minionsd.fileio import fsync_dir, write_temp_synced
 from minionsd.home import check_name
-from minionsd.memory import inbox as inbox_mod
 from minionsd.memory import quarantine
+from minionsd.memory import submission as submission_mod
 from minionsd.memory.app import App
 from minionsd.memory.consolidate.pipeline import Abandoned, Pipeline
 from minionsd.memory.identity import ENGINE
@@ -35,7 +36,7 @@ log = structlog.get_logger()
 class ConsolidationService:
     def __init__(self, app: App, *, crash_at: Callable[[str], None] | None = None) -> None:
         self.app = app
-        self.inbox = Inbox(app.home)
+        self.inbox = Inbox(app.home, app.file_warnings)
         self.pipeline = Pipeline(app, self.inbox, submit_note=self.submit_sync,
                                  crash_at=crash_at)
         self.quarantined = quarantine.QuarantineCount(app.home.quarantine)
@@ -85,9 +86,25 @@ class ConsolidationService:
         if self._stopping:
             raise InvalidState("the daemon is shutting down")
         async with self._lock:
-            result = await self.app.off_loop(self.pipeline.run, force, name="consolidation")
+            result = await self._batch(force)
         self.poke()
         return result.to_wire()
+
+    async def _batch(self, force: bool) -> Any:
+        """One pipeline run; a failed one is kept as the `consolidation_failure` event (in
+        `status`, with a warning) until a batch runs through."""
+        try:
+            result = await self.app.off_loop(self.pipeline.run, force, name="consolidation")
+        except Abandoned:
+            raise
+        except Exception as exc:
+            detail = (exc.detail if isinstance(exc, MinionsError)
+                      else os_error_detail(exc) if isinstance(exc, OSError)
+                      else f"{type(exc).__name__}: {exc}")
+            self.app.note_event("consolidation_failure", reason=detail[:500])
+            raise
+        self.app.events.pop("consolidation_failure", None)
+        return result
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -134,8 +151,7 @@ class ConsolidationService:
             if state == "work":
                 try:
                     async with self._lock:
-                        await self.app.off_loop(self.pipeline.run, False,
-                                                name="consolidation")
+                        await self._batch(False)
                 except Abandoned:
                     return
                 except Exception:
@@ -186,6 +202,7 @@ class ConsolidationService:
                 "batches": int(counters.get("batches", 0)),
                 "circuit_breaks": int(counters.get("circuit_breaks", 0)),
                 "running": self._lock.locked(),
+                "last_failure": self.app.events.get("consolidation_failure"),
             },
         }
 
@@ -193,7 +210,7 @@ class ConsolidationService:
 
     def submit_sync(self, params: dict[str, Any]) -> dict[str, Any]:
         now = self.app.now()
-        submission = inbox_mod.prepare_submission(params, now)
+        submission = submission_mod.prepare_submission(params, now)
         size, limit = len(submission.text.encode("utf-8")), \
             self.app.config["engine.inbox_max_note_bytes"]
         if size > limit:  # the inbox would only quarantine it
@@ -206,43 +223,45 @@ class ConsolidationService:
 
         placing: list[str] = []
 
-        def claim_and_place(conn: Any) -> tuple[str, bool]:
-            name, fresh = inbox_mod.record_submission(conn, submission, inbox_dir, now)
-            if fresh:
-                # Placed inside the transaction: if that fails the claim rolls back. The
-                # directory is synced once for every note of the transaction (_placed).
-                placing.append(name)
-                self.view.claimed(name)
-                os.replace(staged, inbox_dir / name)
-            return name, fresh
+        def claim_and_place(conn: Any) -> tuple[str, bool, Path]:
+            name, fresh = submission_mod.record_submission(conn, submission, inbox_dir, now)
+            if not fresh:  # name the file that holds it now (it may have been archived)
+                return name, fresh, submission_mod.where_now(conn, name, inbox_dir,
+                                                             self.app.home.root)
+            # Placed inside the transaction: if that fails the claim rolls back. The
+            # directory is synced once for every note of the transaction (_placed).
+            placing.append(name)
+            self.view.claimed(name)
+            os.replace(staged, inbox_dir / name)
+            return name, fresh, inbox_dir / name
 
         try:
-            name, written = self._submits.run(claim_and_place)
+            name, written, where = self._submits.run(claim_and_place)
         except BaseException:
             for name in placing:
                 self.view.unclaimed(name)
             raise
         finally:
             staged.unlink(missing_ok=True)  # a duplicate, or a failed claim
-        return {"name": name, "path": self.app.home.rel(inbox_dir / name),
-                "duplicate": not written}
+        return {"name": name, "path": self.app.home.rel(where), "duplicate": not written}
 
-    def _placed(self, conn: Any, outcomes: list[tuple[str, bool]]) -> None:
+    def _placed(self, conn: Any, outcomes: list[tuple[str, bool, Path]]) -> None:
         """Inside a submissions' transaction, after its notes were placed: one sync makes
         every new name durable before the COMMIT (and so before any caller hears back)."""
-        if any(fresh for _name, fresh in outcomes):
+        if any(fresh for _name, fresh, _where in outcomes):
             fsync_dir(self.app.home.inbox)
 
     def methods(self) -> dict[str, Any]:
         async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
                                project: Any = None, task: Any = None, pr: Any = None,
-                               outcome: Any = None, hold: Any = False) -> dict[str, Any]:
+                               outcome: Any = None, hold: Any = False,
+                               trust: Any = None) -> dict[str, Any]:
             if author == ENGINE:
                 raise InvalidParams(f"'author' {ENGINE!r} is reserved for the daemon's own "
                                     "alerts", param="author")
             params = {"body": body, "author": author, "title": title, "kind": kind,
                       "project": project, "task": task, "pr": pr, "outcome": outcome,
-                      "hold": hold}
+                      "hold": hold, "trust": trust}
             result = await self.app.off_loop(self.submit_sync, params, name="submit")
             self.poke()
             return result

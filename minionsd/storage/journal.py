@@ -87,6 +87,13 @@ def latest_content(conn: sqlite3.Connection, name: str) -> str | None:
     return row[0] if row else None
 
 
+def latest_archive_path(conn: sqlite3.Connection, name: str) -> str | None:
+    """Where the most recent batch that took a note called `name` archived it, or None."""
+    row = conn.execute("SELECT archive_path FROM batch_notes WHERE name = ? "
+                       "ORDER BY rowid DESC LIMIT 1", (name,)).fetchone()
+    return row[0] if row else None
+
+
 def notes_of_record(conn: sqlite3.Connection, record_id: str) -> list[dict[str, Any]]:
     """Every journalled note that became `record_id`, with its batch's state: {batch_id,
     name, author, kb_path, archive_path, content_hash, done, state}."""

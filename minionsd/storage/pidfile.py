@@ -42,3 +42,35 @@ class PidFile:
         finally:
             os.close(self._fd)
             self._fd = None
+
+
+class SocketRecord:
+    """engine/minionsd.bound: the running daemon's pid and the socket it actually bound.
+
+    Clients (minionsd.rpc.client.socket_for_home) prefer it while that pid lives, so a
+    `config set server.socket` (applied at the next start) never cuts them off from the
+    daemon that is running. Written atomically after the bind, removed at a clean stop; one
+    left by a crash names a dead pid and is ignored.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, socket_path: Path) -> None:
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, f"{os.getpid()}\n{socket_path}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, self.path)
+
+    def remove(self) -> None:
+        """Remove the record if it is this process's own."""
+        try:
+            pid = self.path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+        except OSError:
+            return
+        if pid.strip() == str(os.getpid()):
+            self.path.unlink(missing_ok=True)

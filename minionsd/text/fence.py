@@ -9,7 +9,9 @@ team notes, notebooks) goes through :func:`fence`. Pure functions with three gua
   breaks inside, ``_`` for ``-``, invisible characters, accents, HTML entities (also
   double-encoded), ``%3C``-style escapes, fullwidth forms and every look-alike the Unicode
   confusables data lists for the tag's letters, brackets, slash and dash (the table in
-  minionsd/confusables.py). Such an attempt has its opening bracket replaced by ``[<]``.
+  minionsd/confusables.py), and markup a renderer drops inside a word (emphasis and code
+  markers, backslash escapes, inline HTML tags and comments: minionsd/text/fence_markup.py).
+  Such an attempt has its opening bracket replaced by ``[<]``.
 * The source attribute holds no quotes, angle brackets, backslashes, ampersands or control
   characters and is at most 200 characters, so it cannot end the attribute or the tag.
 * Cuts never split a character (minionsd/textcut.py). Text that does not imitate the fence
@@ -26,12 +28,15 @@ import unicodedata
 from collections.abc import Iterator
 
 from minionsd.text.confusables import CLOSE, OPEN, READER
+from minionsd.text.fence_markup import GAP, MARKERS, past_markup
+from minionsd.text.fence_markup import plainly_tag_free as _plainly_tag_free
 from minionsd.text.fence_name import FENCE_NAME as FENCE_NAME  # re-exported for callers
 from minionsd.text.fence_name import MEMORY_PREAMBLE as MEMORY_PREAMBLE
 from minionsd.text.textcut import scrub_surrogates, truncate_utf8, truncation_notice
 from minionsd.text.textcut import truncate_utf16 as truncate_utf16  # re-exported for callers
 
 OPEN_MARKER_ESCAPE = "[<]"
+FENCE_WORDS = ("untrusted", "input")
 SOURCE_MAX_CHARS = 200
 DEFAULT_MAX_BYTES = 65536
 
@@ -180,16 +185,18 @@ def _ascii_class(target: str) -> str:
 def _tag_rest_re() -> re.Pattern[str]:
     """After a bracket, in plain ASCII: the longest start of "/untrusted-input" that is
     there; group 1 is set only when all of it is. Letters and separators as the table says."""
-    atoms = [_ascii_class(c) for c in "untrusted"]
-    atoms += [rf"(?:\s|{_ascii_class('-')})*"] + [_ascii_class(c) for c in "inpu"]
-    atoms.append("(" + _ascii_class("t") + ")")
+    atoms = [GAP + _ascii_class(c) for c in "untrusted"]
+    atoms += [rf"(?:{GAP}{_ascii_class('-')})*"] + [GAP + _ascii_class(c) for c in "inpu"]
+    atoms.append(GAP + "(" + _ascii_class("t") + ")")
     pattern = ""
     for atom in reversed(atoms):
         pattern = f"(?:{atom}{pattern})?"
-    return re.compile(rf"(?:\s|{_ascii_class('/')})*" + pattern)
+    return re.compile(rf"(?:{GAP}{_ascii_class('/')})*{GAP}" + pattern, re.DOTALL)
 
 
 _TAG_REST_RE = _tag_rest_re()
+_GAP_RE = re.compile(GAP)
+_GAP_CHARS = frozenset(" \t\n\r\x0b\x0c") | MARKERS
 # Characters whose view is themselves: ASCII text and whitespace, except the starts of escapes.
 _NOT_PLAIN_RE = re.compile(r"[^\t\n\x0b\x0c\r\x20-\x24\x27-\x5b\x5d-\x7e]")
 # ASCII characters a reader sees (not control characters other than whitespace).
@@ -230,7 +237,9 @@ def _no_tag_can_start(text: str, start: int) -> bool:
     limit = min(len(text), after + _PLAIN_LOOKAHEAD)
     for pos in range(after, limit):  # past spaces and slashes, as _fence_tag_at goes
         view = _single_char_view(text[pos])
-        if view is None or view == "u":
+        if view == "<":
+            return False  # perhaps inline HTML inside the tag: the exact check decides
+        if view is None or view == "u" or text[pos] in MARKERS:
             break
         if not (view.isspace() or view == "/"):
             return True  # "<div", "<<", "<=", "<é", "くノ一": nothing that can continue a tag
@@ -243,8 +252,14 @@ def _no_tag_can_start(text: str, start: int) -> bool:
     assert m is not None  # every part of the pattern is optional
     if m.group(1):
         return False  # a tag: the exact check finds it and reports its span
-    # Stopped by a character that cannot continue a tag, or by the end of the text.
-    return m.end() < limit or (stop is None and limit == len(text))
+    # Stopped by a character that cannot continue a tag (markup after the last letter can
+    # be followed by more), or by the end of the text.
+    end = m.end()
+    if end < limit and text[end] in _GAP_CHARS:
+        end = _GAP_RE.match(text, end, limit).end()  # type: ignore[union-attr]
+    if end < limit and text[end] == "<":
+        return False  # inline HTML may go on with the tag: the exact check decides
+    return end < limit or (stop is None and limit == len(text))
 
 
 def _reader_view(ch: str) -> str:
@@ -280,20 +295,22 @@ def _single_char_view(ch: str) -> str | None:
     return view if len(view) == 1 else None
 
 
-def _fence_tag_at(text: str, start: int) -> tuple[int, int] | None:
-    """If a fence open/close imitation starts at `start`, return the span of its bracket."""
+def _fence_tag_at(text: str, start: int,
+                  words: tuple[str, ...] = FENCE_WORDS) -> tuple[int, int] | None:
+    """If a fence (or `words`) open/close imitation starts at `start`, its bracket's span."""
     chars = _reader_chars(text, start)
     first = next(chars, None)
     if first is None or first[0] != "<":
         return None
     bracket = (first[1], first[2])
+    chars = past_markup(text, chars)  # markup and spaces inside the tag: "UN**TRUSTED**"
     item = next(chars, None)
-    # Spaces and slashes in any number: "< /", "<//", "<\\/" (a JSON-escaped slash).
-    while item is not None and (item[0].isspace() or item[0] == "/"):
+    # Slashes in any number: "</", "<//", "<\\/" (a JSON-escaped slash).
+    while item is not None and item[0] == "/":
         item = next(chars, None)
-    for word_index, word in enumerate(("untrusted", "input")):
+    for word_index, word in enumerate(words):
         if word_index:
-            while item is not None and (item[0].isspace() or item[0] == "-"):
+            while item is not None and item[0] == "-":
                 item = next(chars, None)
         for letter in word:
             if item is None or item[0] != letter:
@@ -302,30 +319,20 @@ def _fence_tag_at(text: str, start: int) -> tuple[int, int] | None:
     return bracket
 
 
-# ASCII control characters other than whitespace: invisible to the reader (see _is_invisible).
-_ASCII_INVISIBLE_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-
-
-def _plainly_tag_free(text: str) -> bool:
-    """True for ASCII text without '&', '%' or '\\' where the letters "untrusted" never
-    follow each other (invisible control characters ignored). In such text every letter a
-    reader sees is written as itself (no ASCII character is a look-alike of one of those
-    letters), and a tag needs the word without gaps. Most memory is like this, and this is a
-    few C-level passes instead of a look at every '<'."""
-    if not text.isascii() or "&" in text or "%" in text or "\\" in text:
-        return False
-    return "untrusted" not in _ASCII_INVISIBLE_RE.sub("", text).lower()
-
-
-def _fence_tag_spans(text: str) -> list[tuple[int, int]]:
-    if _plainly_tag_free(text):
+def tag_imitation_spans(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The bracket spans of every imitation of the tag `<words...` or `</words...` (words
+    joined by any run of dashes), read as the fence reads its own tag: for other tags, such
+    as the LLM prompt's <note> blocks. The fence's shortcuts know only the fence's words."""
+    fence_tag = words == FENCE_WORDS
+    if fence_tag and _plainly_tag_free(text):
         return []
     spans: list[tuple[int, int]] = []
     last_end = 0
     for m in _START_RE.finditer(text):
-        if m.start() < last_end or _no_tag_can_start(text, m.start()):
+        start = m.start()
+        if start < last_end or (fence_tag and _no_tag_can_start(text, start)):
             continue
-        span = _fence_tag_at(text, m.start())
+        span = _fence_tag_at(text, start, words)
         if span is not None:
             spans.append(span)
             last_end = span[1]
@@ -334,13 +341,13 @@ def _fence_tag_spans(text: str) -> list[tuple[int, int]]:
 
 def contains_fence_tag(text: str) -> bool:
     """True when `text` holds something a reader could take for a fence open or close tag."""
-    return bool(_fence_tag_spans(text))
+    return bool(tag_imitation_spans(text, FENCE_WORDS))
 
 
 def escape_fence_markers(body: str) -> str:
     """Neutralise every imitation of the fence tags in `body`; leave everything else alone."""
     for _ in range(4):
-        spans = _fence_tag_spans(body)
+        spans = tag_imitation_spans(body, FENCE_WORDS)
         if not spans:
             return body
         parts, pos = [], 0

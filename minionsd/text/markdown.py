@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,15 +139,51 @@ class NoteParts:
     error: str | None
 
 
-PARTS_CACHE_MAX_CHARS = 32_768  # longer notes are split again each time they are asked for
+PARTS_CACHE_MAX_CHARS = 32_768  # longer notes are remembered only inside a LargeNotes scope
+
+
+class LargeNotes:
+    """Remembers the split of notes longer than PARTS_CACHE_MAX_CHARS while it is open on a
+    thread (`with LargeNotes():`), so a batch splits each large note once however many steps
+    ask; the splits are let go when the block ends, so no large note outlives its batch in a
+    cache. Scopes nest (the inner one reuses the outer's memo)."""
+
+    _current = threading.local()  # the scope open on each thread, if any
+
+    def __init__(self) -> None:
+        self.memo: dict[str, NoteParts] = {}
+        self._outer: LargeNotes | None = None
+
+    def __enter__(self) -> LargeNotes:
+        self._outer = getattr(LargeNotes._current, "scope", None)
+        if self._outer is not None:
+            self.memo = self._outer.memo
+        LargeNotes._current.scope = self
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        LargeNotes._current.scope = self._outer
+        if self._outer is None:
+            self.memo.clear()
+
+    @staticmethod
+    def open_here() -> LargeNotes | None:
+        return getattr(LargeNotes._current, "scope", None)
 
 
 def note_parts(text: str) -> NoteParts:
     """`text` split as parse_note and check_note_types do, remembered for the last notes
-    asked about (consolidation asks about each note of a batch many times). The mappings
-    are shared between callers: copy one before changing it."""
+    asked about (consolidation asks about each note of a batch many times); a longer note
+    only inside a LargeNotes scope. The mappings are shared between callers: copy one before
+    changing it."""
     if len(text) > PARTS_CACHE_MAX_CHARS:
-        return _split_note(text)
+        scope = LargeNotes.open_here()
+        if scope is None:
+            return _split_note(text)
+        parts = scope.memo.get(text)
+        if parts is None:
+            parts = scope.memo[text] = _split_note(text)
+        return parts
     return _cached_parts(text)
 
 

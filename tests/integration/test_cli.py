@@ -363,3 +363,16 @@ def test_web_link_follows_the_address_serve_was_started_on(ctl):
     assert moved.startswith("http://127.0.0.1:9123/login?code=")
     bad = ctl("web", "--no-open", "--listen", "localhost")
     assert bad.returncode != 0 and "--listen must be HOST:PORT" in bad.stderr
+
+
+def test_web_says_when_no_gateway_answers(ctl):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = ok(ctl("web", "--no-open", "--listen", f"127.0.0.1:{port}"))
+    assert f"Nothing answers at http://127.0.0.1:{port}: start the gateway with " \
+        "`minionsctl serve`." in out, out
+    assert json.loads(ok(ctl("--json", "web", "--no-open", "--listen", f"127.0.0.1:{port}"))
+                      )["gateway_running"] is False

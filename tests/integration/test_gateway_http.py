@@ -100,6 +100,16 @@ def test_token_methods_are_never_served_over_http(env):
         assert "socket only" in reply["error"]["data"]["detail"]
 
 
+def test_an_unknown_method_is_method_not_found_for_every_scope(env):
+    for token in (env.read, env.write, env.admin):
+        reply = call_rpc(env.gateway, token, "bogus.method.0")
+        assert reply["error"]["code"] == -32601, reply
+        assert reply["error"]["data"]["detail"] == "no method named 'bogus.method.0'"
+    batch = [rpc("bogus.method.1"), {**rpc("status"), "id": 8}]
+    replies = {r["id"]: r for r in env.gateway.rpc(env.read, batch)[2]}
+    assert replies[7]["error"]["code"] == -32601 and "result" in replies[8]
+
+
 def test_a_read_token_cannot_write_through_a_batch(env):
     before = env.daemon.call("inbox.list")["notes"]
     batch = [rpc("inbox.submit", body="sneaky note", author="writer-bot"),
@@ -120,7 +130,7 @@ def test_batches_and_notifications(env):
                                                     "not a request"])
     assert status == 200
     assert "code_units" in replies[0]["result"]
-    assert replies[1]["error"]["code"] == -32004  # unknown methods need admin first
+    assert replies[1]["error"]["code"] == -32601  # no such method, whatever the scopes
     assert replies[2]["error"]["code"] == -32600
     status, _, body = env.gateway.rpc(env.read, {"jsonrpc": "2.0", "method": "status"})
     assert (status, body) == (204, None)
@@ -352,6 +362,8 @@ def test_serve_refuses_to_start_without_tls_off_loopback_or_without_tokens(env, 
     proc = serve(env.daemon.home, "0.0.0.0:1")
     assert proc.returncode == 2 and "without TLS" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    proc = serve(env.daemon.home, "127.0.0.1:99999")
+    assert proc.returncode == 2 and "port 99999 is out of range" in proc.stderr, proc.stderr
     proc = serve(env.daemon.home, f"127.0.0.1:{env.gateway.port}")  # the port is taken
     assert proc.returncode == 1 and "could not listen" in proc.stderr
     assert "listening on" not in proc.stderr

@@ -75,6 +75,34 @@ def test_an_outcome_reported_with_a_token_gets_agent_trust_never_system(env):
     assert refused.value.code == -32602 and refused.value.data["param"] == "trust"
 
 
+def test_a_note_written_with_a_token_stays_agent_when_its_agent_becomes_human(env):
+    """SPEC §5.2 Identity: what a token writes is `agent`, also when trust.human_authors lists
+    its agent by the time the note is consolidated (the token itself is refused from then)."""
+    token = make_token(env.daemon, "later-human", "late-bot", "write")
+    daemon = env.daemon
+    before = {key: daemon.call("config.get", key=key)["value"]
+              for key in ("trust.human_authors", "engine.auto_consolidate_memory")}
+    daemon.call("config.set", key="engine.auto_consolidate_memory", value=False)
+    try:
+        reply = call_rpc(env.gateway, token, "inbox.submit", title="Gateway trust probe",
+                         body="Pending remote note gwtrusttoken3")
+        assert reply["result"]["duplicate"] is False, reply
+        # The same body on the socket, as the owner: that one is human.
+        daemon.call("inbox.submit", body="Local note gwtrustlocal4", author="late-bot")
+        daemon.call("config.set", key="trust.human_authors",
+                    value=[*before["trust.human_authors"], "late-bot"])
+        daemon.call("consolidation.run", force=True)
+        found = {r["body"].split()[-1]: r["trust"] for r in
+                 daemon.call("memory.search", query="gwtrusttoken3 OR gwtrustlocal4")["records"]}
+        assert found == {"gwtrusttoken3": "agent", "gwtrustlocal4": "human"}
+    finally:
+        for key, value in before.items():
+            daemon.call("config.set", key=key, value=value)
+    with pytest.raises(RpcError) as refused:
+        daemon.call("inbox.submit", body="x", author="bob", trust="human")
+    assert refused.value.code == -32602 and refused.value.data["param"] == "trust"
+
+
 def test_a_gateway_token_in_an_outcome_or_a_task_never_reaches_memory(env):
     reply = call_rpc(env.gateway, env.write, "episode.capture", outcome="success",
                      task_id="T-setup", agent="x",

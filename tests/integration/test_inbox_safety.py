@@ -117,7 +117,9 @@ def test_same_title_same_day_different_body_is_written_under_the_next_name(clock
                     title="Build failure")
     assert fourth["name"] == made[0]["name"].removesuffix(".md") + "-4.md"
     retry = d.call("inbox.submit", body=bodies[0], author="dallas", title="Build failure")
-    assert retry == made[0] | {"duplicate": True}
+    assert retry["duplicate"] is True and retry["name"] == made[0]["name"]
+    # ... naming where the note is now: its archived copy
+    assert retry["path"].startswith("notes/archive/") and (d.home / retry["path"]).is_file()
     assert len(d.call("memory.search", query="module")["records"]) == 3
 
 

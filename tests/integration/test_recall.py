@@ -160,6 +160,32 @@ def test_team_notes_keep_newest_whole_sections(make_daemon, short_home):
     assert int(match.group(1)) + kept == 5
 
 
+def test_an_oversized_newest_section_is_cut_at_a_line_with_its_heading(make_daemon,
+                                                                       short_home):
+    configure(short_home, "[engine]\nteam_notes_max_bytes = 1000\n"
+                          "[features]\nmemory_retrieval = false\n")
+    d = make_daemon()
+    older = "\n\n---\n\n### 2030-01-01: Older digest\n- **old**: small\n"
+    lines = "".join(f"- **Insight number {i:03d}**: wordy explanation of finding {i}\n"
+                    for i in range(60))
+    newest = "\n\n---\n\n### 2030-01-02: Big batch (60 insights from 60 notes)\n" + lines
+    (d.home / "notes.md").write_text("# Team Notes\n\nheader" + older + newest)
+    result = d.call("prompt.assemble", task={"id": "W-6"})
+    assert result["sections"][0]["truncated"] is True
+    fenced = result["text"].split('source="team-notes:notes.md">\n', 1)[1]
+    body = fenced.split("</UNTRUSTED-INPUT>", 1)[0]
+    shown = [line for line in body.splitlines() if line not in ("", "---")]
+    assert shown[0].startswith("_1 older section of notes.md left out"), shown[:3]
+    assert shown[1] == "### 2030-01-02: Big batch (60 insights from 60 notes)", shown[:3]
+    notice = re.fullmatch(r"_\[this section was cut to fit: (\d+) earlier lines left out\]_",
+                          shown[2])
+    assert notice is not None, shown[:3]
+    kept = [line for line in shown[3:] if line]
+    assert kept and all(line + "\n" in lines for line in kept), kept
+    assert int(notice.group(1)) + len(kept) == 60
+    assert kept[-1].startswith("- **Insight number 059**")
+
+
 def test_episode_capture(make_daemon, short_home):
     configure(short_home, "")
     d = make_daemon()

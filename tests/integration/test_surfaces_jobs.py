@@ -54,6 +54,15 @@ def test_knowledge_create_list_get(clocked):
         with pytest.raises(RpcError) as err:
             d.call("knowledge.get", path=bad)
         assert err.value.code == -32602
+    # Each refusal names what is wrong with the path.
+    for bad, said in (("knowledge/../config.toml", "'knowledge/../config.toml' has a '..' "
+                                                   "component"),
+                      ("knowledge/conventions/x\0.md", "must not contain a NUL character"),
+                      ("knowledge//x.md", "has an empty component"),
+                      ("knowledge/.hidden.md", "component '.hidden.md' starts with '.'")):
+        with pytest.raises(RpcError) as err:
+            d.call("knowledge.get", path=bad)
+        assert said in err.value.detail, err.value.detail
     with pytest.raises(RpcError) as err:
         d.call("knowledge.get", path="knowledge/reviews/missing.md")
     assert err.value.code == -32001

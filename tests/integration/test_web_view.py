@@ -118,6 +118,10 @@ def test_one_time_link_works_once(browser: Any, site: Site) -> None:
                          cwd=REPO, timeout=60)
     url = out.stdout.splitlines()[0]
     assert "/login?code=" in url and "mnt_" not in out.stdout
+    running = subprocess.run([sys.executable, "-m", "minionsd.cli", "--home", str(site.home),
+                              "web", "--no-open", "--listen", f"127.0.0.1:{site.gateway.port}"],
+                             capture_output=True, text=True, check=True, cwd=REPO, timeout=60)
+    assert f"The gateway is answering at {site.gateway.url}." in running.stdout, running.stdout
     path = url[url.index("/login"):]
     first, second = Session(browser, site), Session(browser, site)
     try:
@@ -359,6 +363,16 @@ def test_every_response_carries_the_csp_and_headers(admin: Session, site: Site) 
         assert headers["referrer-policy"] == "same-origin", path
     assert response.status == 404
     assert not s.violations()
+
+
+def test_pages_name_an_inline_icon_so_no_browser_asks_for_favicon_ico(admin: Session,
+                                                                        site: Site) -> None:
+    for path in ("/", "/records", "/login"):
+        admin.goto(path)
+        icons = admin.page.evaluate(
+            "[...document.querySelectorAll('link[rel~=icon]')].map(l => l.getAttribute('href'))")
+        assert icons == ["data:,"], (path, icons)
+    assert not admin.violations()
 
 
 # --- POSTs ----------------------------------------------------------------------------------

@@ -63,8 +63,9 @@ def test_admit_never_lets_a_request_choose_its_identity(method, params, who):
     out = admitted.params
     for key in IDENTITY_PARAMS.get(method, ()):
         assert out[key] == who.agent  # set even when the request left it out
-    if method == "memory.add":
+    if method in ("memory.add", "knowledge.create", "episode.capture", "inbox.submit"):
         assert out["trust"] == "agent"
+    if method == "memory.add":
         assert out["author"] == out["agent"] == who.agent
         assert out["scope"] == "project:payments"
     if who.project and method in ("inbox.submit", "memory.retrieve", "prompt.assemble",
@@ -241,3 +242,12 @@ def test_a_project_bound_token_reaches_its_projects_records_only():
         assert await outcome(ADMIN, "memory.pin", id="M-other") == -32001
 
     asyncio.run(main())
+
+
+def test_every_method_the_daemon_serves_is_known_to_the_gateway(tmp_path):
+    # The gateway answers a method it does not know with "no method named": never one the
+    # daemon serves.
+    from minionsd.gateway.identity import known
+    from tests.unit.test_docs import served_methods
+
+    assert sorted(m for m in served_methods(tmp_path) if not known(m)) == []

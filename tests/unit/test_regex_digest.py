@@ -4,7 +4,7 @@ SPEC §3.1 v2's title, gist, link and distinct-facts rules."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minionsd.memory.consolidate.regex_digest import (
@@ -262,3 +262,34 @@ def test_utf16_helpers():
     assert utf16_cut("a\U0001f916b", 2) == "a"
     assert utf16_cut("a\U0001f916b", 3) == "a\U0001f916"
     assert utf16_cut("abc", 10) == "abc"
+
+
+def test_an_insight_opening_with_the_gist_gives_only_what_follows():
+    body = ("Gotcha: token lc0001x must be handled before deploy step 1. "
+            "Set RETRY_MAX=3 for the deploy queue.\n")
+    out = regex_digest([note("bob-1.md", f"---\ntitle: Lifecycle note\n---\n{body}")], "D")
+    assert "- **Lifecycle note**: Gotcha: token lc0001x must be handled before deploy step 1." \
+        in out
+    assert "\n  - Set RETRY_MAX=3 for the deploy queue." in out
+    assert out.count("must be handled before deploy step 1") == 1
+
+
+def test_an_insight_that_is_only_the_gist_gives_no_sub_bullet():
+    out = regex_digest([note("bob-1.md", "---\ntitle: T\n---\n"
+                                         "Gotcha: token lc0001x must be handled first. ok\n")], "D")
+    assert out.count("lc0001x") == 1
+    assert "\n  - " not in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=st.text(alphabet="abcdefgh xyz0123", min_size=12, max_size=60).filter(
+           lambda t: len(t.split()) >= 3),
+       rest=st.lists(st.sampled_from(["Set", "port", "8080", "retry", "x.py", "is", "safe."]),
+                     max_size=8))
+def test_no_sub_bullet_repeats_its_notes_gist(first, rest):
+    body = f"---\ntitle: T\n---\nGotcha: {first.strip()}. {' '.join(rest)}\n"
+    out = regex_digest([note("bob-1.md", body)], "D")
+    main = next(line for line in out.splitlines() if line.startswith("- "))
+    gist_text = main.split(": ", 1)[1].rsplit(" _(", 1)[0]
+    assert not any(line.startswith("  - " + gist_text)
+                   for line in out.splitlines() if gist_text)

@@ -1,5 +1,6 @@
-"""inbox.submit's naming rule: a taken name never drops a note; only an identical body is a
-duplicate (SPEC §2), including against names claimed before body hashes were kept."""
+"""inbox.submit's naming rule: a taken name never drops a note; only an identical body (with
+the same project, kind, task, PR and outcome) is a duplicate (SPEC §2), including against
+names claimed before body hashes were kept."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minionsd.memory.inbox import prepare_submission, record_submission
+from minionsd.memory.submission import prepare_submission, record_submission
 from minionsd.storage import journal
 from minionsd.storage.database import migrate
 
@@ -54,12 +55,20 @@ def test_each_distinct_body_gets_one_name_in_order_of_arrival(bodies):
         conn.close()
 
 
-def test_same_body_with_other_metadata_is_still_a_duplicate(tmp_path):
+def test_same_body_for_another_project_or_task_is_another_note(tmp_path):
+    """The project, kind, task, PR and outcome change what a note becomes (its record's
+    scope, kind, task): the same body with another of them is a new note, never dropped."""
     conn = _db(tmp_path)
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     first = _submit(conn, inbox, "Deploys need the VPN")
-    assert _submit(conn, inbox, "Deploys need the VPN", project="atlas") == (first[0], False)
+    atlas = _submit(conn, inbox, "Deploys need the VPN", project="atlas")
+    assert atlas[1] is True and atlas[0] != first[0]
+    assert _submit(conn, inbox, "Deploys need the VPN", project="atlas") == (atlas[0], False)
+    assert _submit(conn, inbox, "Deploys need the VPN", task="W-1")[1] is True
+    # Keys that do not change the note (a hold) leave it a duplicate.
+    assert _submit(conn, inbox, "Deploys need the VPN", hold=True) == (first[0], False)
+    conn.close()
 
 
 def test_legacy_claims_without_a_hash_are_compared_with_the_file_or_the_journal(tmp_path):

@@ -1,9 +1,9 @@
-"""Duplicate-storm detection and content hashes for consolidation.
+"""Duplicate-storm detection and the content hash consolidation keys notes by.
 
-Two different hashes live here on purpose. `storm_hash` is the original's cheap fingerprint
-(first 200 UTF-16 code units plus the length), kept so storms are judged exactly as before.
-`content_hash` covers every byte and is what idempotency keys use: two notes that share a
-prefix and a length must never be mistaken for the same note when records are upserted.
+A note's content hash covers every byte of the file (front matter included), so two notes
+count as copies only when they are identical: notes that share a long template, a prefix or a
+length are different notes and are never archived as a storm. The same hash keys the record
+upsert, so a batch redone after a crash finds the record it already wrote.
 """
 
 from __future__ import annotations
@@ -11,23 +11,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-STORM_PREFIX_CODE_UNITS = 200
 STORM_RATIO = 0.8
 STORM_MIN_COPIES = 3
 
 
-def storm_hash(text: str | None) -> str:
-    """SHA-256 hex of (first 200 UTF-16 code units + ":" + length in code units)."""
-    units = (text or "").encode("utf-16-le", "surrogatepass")
-    # A cut through a surrogate pair leaves a lone half; like Node, hash it as U+FFFD.
-    prefix = units[: STORM_PREFIX_CODE_UNITS * 2].decode("utf-16-le", "replace")
-    key = f"{prefix}:{len(units) // 2}"
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def content_hash(text: str) -> str:
-    """SHA-256 hex of the whole text as UTF-8."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def content_hash(text: str | None) -> str:
+    """SHA-256 hex of the whole text as UTF-8 (None counts as the empty text)."""
+    return hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def find_storm(hashes: list[str]) -> str | None:

@@ -3,9 +3,10 @@
 `request_digest` never raises and returns None on any failure (no key, HTTP error, timeout,
 junk or unusable text), because the caller always has the deterministic regex digest to fall
 back on. Note bodies are untrusted: anything that could open or close the `<note>` wrapper
-(any case, any spacing) is escaped, so a note cannot end its own block and speak as the
-prompt. An answer is used only when it is long enough and has a `### ` title line; whatever
-precedes that line is cut, and a `#### ` category header alone never passes as a title.
+(read as the fence reads its own tag) is escaped, so a note cannot end its own block and
+speak as the prompt. An answer is used only when it is long enough and has a `### ` title
+line; whatever precedes that line is cut, and a `#### ` category header alone never passes
+as a title.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import structlog
 
 from minionsd.memory.consolidate.types import DigestNote, utf16_cut, utf16_len
 from minionsd.memory.llm import failure_reason
+from minionsd.text.fence import OPEN_MARKER_ESCAPE, tag_imitation_spans
 
 log = structlog.get_logger()
 
@@ -44,9 +46,15 @@ _FENCE_LINE_RE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
 
 
 def escape_tag(text: str, tag: str) -> str:
-    """Escape every `<tag` and `</tag` (any case, spaces allowed after `<` and `/`)."""
-    pattern = re.compile(rf"<(\s*/?\s*{re.escape(tag)})", re.IGNORECASE)
-    return pattern.sub(r"&lt;\1", text)
+    """Escape every `<tag` and `</tag` as the fence reads its own tag (any case and spacing,
+    look-alike and fullwidth brackets and letters, entities, markup): a plain `<` becomes
+    `&lt;`, any other spelling of the bracket `[<]`."""
+    words = tuple(word for word in re.split(r"[-_]+", tag.lower()) if word)
+    parts, pos = [], 0
+    for start, end in tag_imitation_spans(text, words):
+        parts += [text[pos:start], "&lt;" if text[start:end] == "<" else OPEN_MARKER_ESCAPE]
+        pos = end
+    return "".join(parts) + text[pos:]
 
 
 def _attr(value: str) -> str:

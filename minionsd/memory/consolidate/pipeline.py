@@ -27,7 +27,7 @@ from minionsd.clock import date_stamp
 from minionsd.fileio import atomic_write_text, lock_for, read_text
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import notebook_append
-from minionsd.memory.consolidate.breaker import content_hash, find_storm, storm_hash
+from minionsd.memory.consolidate.breaker import content_hash, find_storm
 from minionsd.memory.consolidate.filing import Filing
 from minionsd.memory.consolidate.recording import Recording, short
 from minionsd.memory.consolidate.regex_digest import regex_digest
@@ -35,6 +35,7 @@ from minionsd.memory.consolidate.types import Abandoned, DigestNote
 from minionsd.memory.inbox import Inbox, InboxNote
 from minionsd.storage import journal, submissions
 from minionsd.text import notesfile
+from minionsd.text.markdown import LargeNotes
 from minionsd.text.redact import redact
 
 log = structlog.get_logger()
@@ -147,7 +148,8 @@ class Pipeline:
         if not max_wait or not eligible:
             return None
         settle_s = self.app.config["engine.inbox_settle_ms"] / 1000
-        settled_at = min(n.mtime + (0 if n.name in submitted else settle_s) for n in eligible)
+        settled_at = min(self.inbox.clock_time(n) + (0 if n.name in submitted else settle_s)
+                         for n in eligible)
         return settled_at + max_wait - time.time()
 
     def run(self, force: bool) -> BatchResult:
@@ -183,17 +185,17 @@ class Pipeline:
 
     def _journal(self, batch: list[InboxNote]) -> str:
         now = self.app.now()
-        storm = find_storm([storm_hash(n.content) for n in batch])
+        hashes = [content_hash(n.content) for n in batch]
+        storm = find_storm(hashes)
         rows = []
-        for note in batch:
+        for note, digest in zip(batch, hashes, strict=True):
             role = "note"
             if storm is not None:
-                if storm_hash(note.content) != storm:
+                if digest != storm:
                     continue  # minority notes wait in the inbox for the next batch
                 role = "storm"
             rows.append({"name": note.name, "content": note.content,
-                         "content_hash": content_hash(note.content), "author": note.author,
-                         "role": role})
+                         "content_hash": digest, "author": note.author, "role": role})
         batch_id = f"B-{now.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
         self.app.db.write_blocking(journal.create, batch_id, date_stamp(now), now, rows)
         log.info("consolidation.batch_started", batch=batch_id, notes=len(rows),
@@ -203,6 +205,12 @@ class Pipeline:
     # --- executing a journalled batch ---------------------------------------------------------
 
     def execute(self, batch_id: str) -> BatchResult:
+        # Every step asks about each note's front matter and body: a large note is split
+        # once for the whole batch (small ones are remembered anyway).
+        with LargeNotes():
+            return self._execute(batch_id)
+
+    def _execute(self, batch_id: str) -> BatchResult:
         # The plan (archive and KB paths) is decided in memory and journalled with the digest
         # in one transaction before the first file is written (see _digest).
         loaded = self.app.db.read_blocking(journal.load, batch_id)

@@ -24,7 +24,7 @@ from minionsd.memory.consolidate.breaker import content_hash
 from minionsd.memory.consolidate.filing import Filing, safe_meta, strip_front_matter
 from minionsd.memory.consolidate.types import Abandoned
 from minionsd.memory.identity import ENGINE, author_trust
-from minionsd.memory.inbox import Inbox
+from minionsd.memory.inbox import KINDS, Inbox
 from minionsd.storage import journal, kb_index, records, submissions
 from minionsd.text.markdown import note_parts
 
@@ -117,7 +117,8 @@ class Recording:
         meta = safe_meta(note.content)
         body = note_body(note.content)
         project = meta.get("project") if isinstance(meta.get("project"), str) else None
-        trust = author_trust(note.author, self.app.human_authors(), daemon_wrote=daemon_wrote)
+        trust = author_trust(note.author, self.app.human_authors(), daemon_wrote=daemon_wrote,
+                             declared=meta.get("trust"))
         tags = meta.get("tags")
         tags = [str(t) for t in tags] if isinstance(tags, list) else []
         importance = meta.get("importance")
@@ -138,7 +139,7 @@ class Recording:
             "importance": float(importance), "confidence": 0.5,
             "expires_at": None, "created_at": None,
             "meta": {"inbox_name": classify.redacted_name(note.name), "batch": batch.id,
-                     "kind": meta.get("kind") if isinstance(meta.get("kind"), str) else "note"},
+                     "kind": meta.get("kind") if meta.get("kind") in KINDS else "note"},
         }
 
 

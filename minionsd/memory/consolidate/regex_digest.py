@@ -8,7 +8,8 @@ this one does not (SPEC §3.1 v2):
 * every note gives one line `- **<title>**: <gist> _(<author>)_ → [KB entry](<path>)`, with
   its title and gist from gist.py (never the file name) and a link to its knowledge entry;
   the note's own bold-key and keyword lines (the original's insight rules) follow it as
-  indented sub-bullets, at most `EXTRA_PER_NOTE`;
+  indented sub-bullets, at most `EXTRA_PER_NOTE`, a line that opens with the gist giving
+  only what follows it;
 * front matter is never scanned as content;
 * two lines are merged as duplicates only when they also carry the same numbers,
   identifiers and paths (`port 3000` and `port 8080` stay two facts);
@@ -33,6 +34,7 @@ from minionsd.memory.consolidate.types import DigestNote, utf16_cut, utf16_len
 INSIGHT_MAX = 300
 FINGERPRINT_LEN = 80
 NEAR_DUPLICATE_RATIO = 0.7
+MIN_REST_WORDS = 3  # an insight's words after the gist it opens with, to keep it
 
 LABELS = {
     "reviews": "PR Review Findings",
@@ -174,13 +176,25 @@ def _entry(note: DigestNote) -> _Entry:
     seen = {fingerprint(gist.plain(summary)), fingerprint(title),
             fingerprint(f"{title}: {summary}")}
     subs = []
-    for insight in note_insights(note):
+    for line in note_insights(note):
+        insight = _past_gist(line, summary)
+        if insight is None:
+            continue  # the gist was all of it
         fp = fingerprint(gist.plain(insight))
         if fp in seen or any(fp and fp in s for s in seen if len(fp) > 20):
             continue  # the main line says it already
         seen.add(fp)
         subs.append(_make(insight, note.author))
     return _Entry(digest_category(note.name, note.content), main, subs[:EXTRA_PER_NOTE])
+
+
+def _past_gist(insight: str, summary: str | None) -> str | None:
+    """An insight line that opens with the note's gist (already on the note's own line) says
+    only what follows it; None when too little follows to stand as a line of its own."""
+    if not summary or not insight.startswith(summary):
+        return insight
+    rest = insight[len(summary):].lstrip(" \t-\u2013\u2014:;,.")
+    return rest if len(rest.split()) >= MIN_REST_WORDS else None
 
 
 def _escape_bold(title: str) -> str:
