@@ -92,3 +92,15 @@ def _scalar(raw: str) -> Any:
             text = match.group(1)
             return text if text.isascii() and text.isprintable() else _NOT_FOUND
     return _NOT_FOUND
+
+
+_UNCLOSED_RE = re.compile(r"\A\s*---[ \t]*\r?\n[A-Za-z_][\w-]*:[ \t]")
+
+
+def unclosed_block(text: str) -> list[str]:
+    """A warning for a note that opens with `---` and a `key: value` line but never closes
+    the block: it is read as a horizontal rule and body, so its keys do not count."""
+    if not _UNCLOSED_RE.match(text):
+        return []
+    return ["front matter opened with '---' is never closed by another '---' line: it is read "
+            "as part of the body, so its keys (author, project, ...) do not count"]

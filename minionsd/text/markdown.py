@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from minionsd.errors import MinionsError
-from minionsd.text.front_matter_quick import read_simple
+from minionsd.text.front_matter_quick import read_simple, unclosed_block
 
 BOM = "\ufeff"
 _FENCE = "---"
@@ -105,7 +105,7 @@ def read_note(text: str) -> tuple[dict, str, list[str]]:
         text = text[len(BOM) :]
     split = _split_front_matter(text)
     if split is None:
-        return {}, text, []
+        return {}, text, unclosed_block(text)
     block, body = split
     quick = read_simple(block)  # most notes' blocks, without the YAML constructor
     if quick is not None:

@@ -9,6 +9,7 @@ from minionsd.text.markdown import (
     FrontMatterError,
     first_heading,
     parse_note,
+    read_note,
     render_note,
     safe_slug,
     slugify,
@@ -110,3 +111,19 @@ def test_safe_slug_neutralises_path_characters():
     slug = safe_slug("../bad slug 🤖/?", 100)
     assert slug.startswith("bad-slug-")
     assert "/" not in slug and ".." not in slug
+
+
+def test_an_unclosed_front_matter_block_is_body_with_a_warning():
+    meta, body, warnings = read_note("---\nauthor: x\ntitle: never closed\nThe text.\n")
+    assert meta == {} and body.startswith("---\nauthor: x")
+    assert len(warnings) == 1 and "never closed" in warnings[0]
+
+
+@pytest.mark.parametrize("text", [
+    "---\n\nA horizontal rule, then prose.\n",
+    "---\nauthor: x\n---\nClosed front matter.\n",
+    "Prose first.\n---\nkey: value\n",
+    "---\nJust a line: with a colon but no key shape? yes\n",
+])
+def test_no_warning_for_a_rule_or_closed_front_matter(text):
+    assert read_note(text)[2] == []
