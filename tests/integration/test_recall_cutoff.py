@@ -122,6 +122,24 @@ def test_near_copies_that_differ_in_a_number_or_identifier_are_both_packed(
     assert copy not in ids
 
 
+def _add_background(d, word: str) -> None:
+    """The shared filler notes and 30 report notes naming `word`: common words are in many
+    notes, as in any real memory, so they are not rare."""
+    for body in FILLER:
+        add(d, body, scope="project:shop")
+    for i in range(30):
+        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
+            f"{word} of the report is shown in the group page for a day or two from then on.",
+            scope="project:shop")
+
+
+def _scores_without_cutoff(d, task: dict) -> dict[str, float]:
+    """Each selected record's score for `task` with the cutoff off (ratio 0)."""
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
+    return {s["id"]: s["score"] for s in d.call("memory.retrieve", task=task,
+                                                project="shop")["selected"]}
+
+
 INCIDENT_TASK = {"id": "W-5", "title": "Ingest consumers keep rebalancing and lag grows",
                  "description": "The ingest consumers leave and rejoin the group every few "
                  "minutes and the lag keeps growing."}
@@ -147,16 +165,8 @@ def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
     unrelated = add(d, "The billing consumers read invoices from the queue in order; "
                     "a slow invoice holds up the next ones for a few minutes.",
                     title="Billing queue order", scope="project:shop")
-    for body in FILLER:
-        add(d, body, scope="project:shop")
-    for i in range(30):
-        # Common words are in many notes, as in any real memory: they are not rare.
-        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
-            "lag of the report is shown in the group page for a day or two from then on.",
-            scope="project:shop")
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
-    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=INCIDENT_TASK,
-                                                   project="shop")["selected"]}
+    _add_background(d, "lag")
+    scores = _scores_without_cutoff(d, INCIDENT_TASK)
     best = scores[incident]
     assert max(scores.values()) == best
     # Both are below the floor (0.45 of the best) and above the last floor (0.7 of it).
@@ -191,15 +201,8 @@ def test_a_note_on_another_side_of_the_task_is_not_cut(make_daemon, short_home: 
     same_cluster = add(d, "The borealis cluster is upgraded on the first Monday of each "
                        "month; the readings ingest pauses for it.", title="Upgrades",
                        scope="project:shop")
-    for body in FILLER:
-        add(d, body, scope="project:shop")
-    for i in range(30):
-        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
-            "table of the report is shown in the group page for a day or two from then on.",
-            scope="project:shop")
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
-    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=RETENTION_TASK,
-                                                   project="shop")["selected"]}
+    _add_background(d, "table")
+    scores = _scores_without_cutoff(d, RETENTION_TASK)
     best = scores[first]
     assert max(scores.values()) == best
     for other in (disk, elsewhere, same_cluster):
@@ -229,15 +232,8 @@ def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_dow
                 "well inside the broker timeout, with headroom for slow disks and large "
                 "partitions; a flush takes two minutes.",
                 title="Billing batch sizing", scope="project:shop")
-    for body in FILLER:
-        add(d, body, scope="project:shop")
-    for i in range(30):
-        add(d, f"Report job {i} writes a nightly summary to the warehouse bucket, and the "
-            "lag of the report is shown in the group page for a day or two from then on.",
-            scope="project:shop")
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0)
-    scores = {s["id"]: s["score"] for s in d.call("memory.retrieve", task=INCIDENT_TASK,
-                                                   project="shop")["selected"]}
+    _add_background(d, "lag")
+    scores = _scores_without_cutoff(d, INCIDENT_TASK)
     best = scores[incident]
     assert max(scores.values()) == best
     # Both are below the last floor (0.7 of the floor) and above half of the floor.
