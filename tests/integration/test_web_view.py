@@ -5,12 +5,14 @@ requeue, XSS attempts that never run, the CSP header with no violation, POSTs re
 CSRF or from another origin, and the pages with JavaScript off.
 
 One daemon, one gateway and one browser for the module; each test has its own browser
-context (its own cookies). The overview and a record page are saved as docs/img/*.png.
+context (its own cookies). The overview and a record page are saved as PNG files: into
+docs/img/ with MINIONS_UPDATE_SCREENSHOTS=1, else into the test's temporary directory.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -138,8 +140,19 @@ def test_one_time_link_works_once(browser: Any, site: Site) -> None:
 
 # --- pages against the socket -----------------------------------------------------------------
 
-def test_each_page_shows_what_the_socket_reports(admin: Session, site: Site) -> None:
+def _screenshots(tmp_path: Path) -> Path:
+    """Where the page screenshots go: docs/img/ (README and docs/web.md show them) when
+    MINIONS_UPDATE_SCREENSHOTS=1, else the test's own directory, so a test run leaves the
+    working tree as it found it."""
+    if os.environ.get("MINIONS_UPDATE_SCREENSHOTS") == "1":
+        return REPO / "docs" / "img"
+    return tmp_path
+
+
+def test_each_page_shows_what_the_socket_reports(admin: Session, site: Site,
+                                                  tmp_path: Path) -> None:
     s = admin
+    shots = _screenshots(tmp_path)
     status = site.call("status")
     s.goto("/")
     assert s.page.inner_text("[data-key='inbox.pending']") == str(status["inbox"]["pending"])
@@ -147,10 +160,10 @@ def test_each_page_shows_what_the_socket_reports(admin: Session, site: Site) -> 
     assert overview["status"]["records"] == status["records"]
     assert [w["file"] for w in status["warnings"]] == ["pinned.md"]
     assert "pinned.md" in s.page.inner_text("section:has(#h-warn)")
-    Path(REPO / "docs" / "img").mkdir(exist_ok=True)
+    shots.mkdir(exist_ok=True)
     s.page.set_viewport_size({"width": 1100, "height": 800})
     # bytes, not path=: Playwright would write the file from a thread of its own
-    (REPO / "docs" / "img" / "web-overview.png").write_bytes(s.page.screenshot(full_page=True))
+    (shots / "web-overview.png").write_bytes(s.page.screenshot(full_page=True))
 
     inbox = site.call("inbox.list")["notes"]
     quarantined = site.call("inbox.list", quarantined=True)["quarantined"]
@@ -174,7 +187,7 @@ def test_each_page_shows_what_the_socket_reports(admin: Session, site: Site) -> 
     assert WRONG.split(";")[0] in _text(s)
     assert "dallas" in s.page.inner_text("section:has(#h-recalled)")
     assert "T-42" in s.page.inner_text("section:has(#h-recalled)")
-    (REPO / "docs" / "img" / "web-record.png").write_bytes(s.page.screenshot(full_page=True))
+    (shots / "web-record.png").write_bytes(s.page.screenshot(full_page=True))
 
     entries = site.call("knowledge.list")["entries"]
     s.goto("/knowledge")
