@@ -145,6 +145,16 @@ INCIDENT_TASK = {"id": "W-5", "title": "Ingest consumers keep rebalancing and la
                  "minutes and the lag keeps growing."}
 
 
+def _add_incident(d) -> str:
+    """The incident INCIDENT_TASK is about: its consumer group, topic, setting and sink are
+    the rare things a related note may name."""
+    return add(d, "Ingest consumers in group tw-ingest-v2 kept rebalancing: they left and "
+               "rejoined the group every few minutes and the lag on readings-v2 grew to 38 "
+               "million. A Clickhouse flush outlasted max_poll_interval, the broker evicted "
+               "the member, and each rejoin started another flush.",
+               title="Ingest consumers keep rebalancing, lag grows", scope="project:shop")
+
+
 def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
         make_daemon, short_home: Path) -> None:
     """The first match is the incident; a second note shares few words with the task but
@@ -153,11 +163,7 @@ def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
     score band that shares only the task's and common words is not."""
     configure(short_home, "")
     d = make_daemon()
-    incident = add(d, "Ingest consumers in group tw-ingest-v2 kept rebalancing: they left "
-                   "and rejoined the group every few minutes and the lag on readings-v2 grew "
-                   "to 38 million. A Clickhouse flush outlasted max_poll_interval, the broker "
-                   "evicted the member, and each rejoin started another flush.",
-                   title="Ingest consumers keep rebalancing, lag grows", scope="project:shop")
+    incident = _add_incident(d)
     related = add(d, "The Clickhouse sink caps a flush at 50,000 rows so it ends inside "
                   "max_poll_interval; otherwise the broker evicts the ingest consumer from "
                   "tw-ingest-v2 and readings-v2 falls behind.",
@@ -219,11 +225,7 @@ def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_dow
     things with the first match is not."""
     configure(short_home, "")
     d = make_daemon()
-    incident = add(d, "Ingest consumers in group tw-ingest-v2 kept rebalancing: they left "
-                   "and rejoined the group every few minutes and the lag on readings-v2 grew "
-                   "to 38 million. A Clickhouse flush outlasted max_poll_interval, the broker "
-                   "evicted the member, and each rejoin started another flush.",
-                   title="Ingest consumers keep rebalancing, lag grows", scope="project:shop")
+    incident = _add_incident(d)
     related = add(d, "Sizing note: max_poll_interval is 300000 ms on the broker for "
                   "tw-ingest-v2; the Clickhouse batch of readings-v2 is sized to end well "
                   "inside it, with headroom for slow disks and large partitions.",
