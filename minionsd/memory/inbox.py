@@ -61,6 +61,12 @@ def note_project(meta: dict[str, Any]) -> str | None:
     return str(value) if isinstance(value, str | int) and str(value).strip() else None
 
 
+def note_kind(meta: dict[str, Any]) -> str:
+    """The kind a note's front matter names, `note` for anything that is not one of KINDS."""
+    kind = meta.get("kind")
+    return kind if kind in KINDS else "note"
+
+
 @dataclass(frozen=True)
 class InboxNote:
     name: str
@@ -75,8 +81,7 @@ class InboxNote:
 
     @property
     def kind(self) -> str:
-        kind = self.meta.get("kind")
-        return kind if kind in KINDS else "note"
+        return note_kind(self.meta)
 
 
 class WouldMove(Exception):

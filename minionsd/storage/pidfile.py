@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from minionsd.errors import InvalidState
+from minionsd.fileio import atomic_write_text
 
 
 class PidFile:
@@ -57,14 +58,7 @@ class SocketRecord:
         self.path = path
 
     def write(self, socket_path: Path) -> None:
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, f"{os.getpid()}\n{socket_path}\n".encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, self.path)
+        atomic_write_text(self.path, f"{os.getpid()}\n{socket_path}\n")
 
     def remove(self) -> None:
         """Remove the record if it is this process's own."""

@@ -24,7 +24,7 @@ from minionsd.memory.consolidate.breaker import content_hash
 from minionsd.memory.consolidate.filing import Filing, safe_meta, strip_front_matter
 from minionsd.memory.consolidate.types import Abandoned
 from minionsd.memory.identity import ENGINE, author_trust
-from minionsd.memory.inbox import KINDS, Inbox
+from minionsd.memory.inbox import Inbox, note_kind
 from minionsd.storage import journal, kb_index, records, submissions
 from minionsd.text.markdown import note_parts
 
@@ -139,7 +139,7 @@ class Recording:
             "importance": float(importance), "confidence": 0.5,
             "expires_at": None, "created_at": None,
             "meta": {"inbox_name": classify.redacted_name(note.name), "batch": batch.id,
-                     "kind": meta.get("kind") if meta.get("kind") in KINDS else "note"},
+                     "kind": note_kind(meta)},
         }
 
 
