@@ -232,7 +232,7 @@ def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_dow
                   title="Poll interval sizing", scope="project:shop")
     fewer = add(d, "Sizing note: the Clickhouse batch of the billing stream is sized to end "
                 "well inside the broker timeout, with headroom for slow disks and large "
-                "partitions; a flush takes two minutes.",
+                "partitions; a batch takes two minutes.",
                 title="Billing batch sizing", scope="project:shop")
     _add_background(d, "lag")
     scores = _scores_without_cutoff(d, INCIDENT_TASK)
@@ -243,3 +243,36 @@ def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_dow
         assert 0.5 * 0.45 * best <= scores[other] < 0.7 * 0.45 * best, (scores, other)
     d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
     assert _selected(d, INCIDENT_TASK) == [incident, related]
+
+
+REPORT_TASK = {"id": "W-7", "title": "The nightly stock PDF arrives an hour late",
+               "description": "Site managers get the nightly stock PDF an hour after the "
+               "expected time since the last release."}
+
+
+def test_a_note_naming_a_thing_only_the_first_match_names_is_not_cut(
+        make_daemon, short_home: Path) -> None:
+    """The first match names the job that builds the report (StockSnapshotJob); a second
+    note, the one about that job's slow query, is the only other note that names it, and
+    shares no other word of the task than "stock": it scores below the floor, and is packed.
+    A note in the same band that shares with the first match only a word that names nothing
+    ("usually", held by the two of them alone) is not."""
+    configure(short_home, "")
+    d = make_daemon()
+    first = add(d, "The nightly stock PDF is built by StockSnapshotJob and mailed to the "
+                "site managers at 19:00. A late PDF is usually its query, not the renderer.",
+                title="Nightly stock PDF", scope="project:shop")
+    query = add(d, "StockSnapshotJob groups stock rows by warehouse; without an index on "
+                "the warehouse column it scanned the whole table and took forty minutes.",
+                title="Snapshot query index", scope="project:shop")
+    narrative = add(d, "Handheld scanners usually reconnect within a minute when the site "
+                    "Wi-Fi drops; a scanner that does not needs a restart.",
+                    title="Scanner reconnects", scope="project:shop")
+    _add_background(d, "time")
+    scores = _scores_without_cutoff(d, REPORT_TASK)
+    best = scores[first]
+    assert max(scores.values()) == best
+    for other in (query, narrative):
+        assert 0.5 * 0.45 * best <= scores[other] < 0.45 * best, (scores, other)
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    assert _selected(d, REPORT_TASK) == [first, query]

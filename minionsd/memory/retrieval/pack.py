@@ -14,7 +14,8 @@ This module owns what an agent reads of each recalled record and how many fit. P
   packed only when it closely follows the record packed before it, or holds a rare
   identifier, error code or file name of the task that no packed record holds, or (given
   `related`) shares the rare words of the first record packed (fewer of them when it adds a
-  rare word of the task the pack lacks): ``top_k`` is a ceiling, not a quota. The result is
+  rare word of the task the pack lacks; one, when no other record holds it): ``top_k`` is a
+  ceiling, not a quota. The result is
   what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
@@ -59,13 +60,16 @@ class Related(Protocol):
     """related(first packed record, record[, least]): do the two share at least `least`
     rare words, or the relatedness's own minimum without it (:mod:`.related`)?
     ``adds(record, packed records)``: does the record hold a rare word of the task that none
-    of the packed records holds?"""
+    of the packed records holds? ``only_pair(first, record)``: do the two share a word no
+    other record holds?"""
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = ...) -> bool: ...
 
     def adds(self, record: Mapping[str, Any],
              packed: Sequence[Mapping[str, Any]]) -> bool: ...
+
+    def only_pair(self, first: Mapping[str, Any], record: Mapping[str, Any]) -> bool: ...
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
@@ -177,8 +181,10 @@ class Cutoff:
     holds a rare word of the task (naming term or not: `related`'s ``adds``) that no packed
     record holds, so that the pack covers the task's sides and not only the one the best
     match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
-    record is packed only when it shares ``SHARED_MIN`` rare words with the first one.
-    With ratio 0 nothing is cut.
+    record is packed only when it shares ``SHARED_MIN`` rare words with the first one. From
+    the floor down to ``RELATED_FLOOR`` of it, a record that shares with the first one a word
+    no other record holds (`related`'s ``only_pair``) is packed too. With ratio 0 nothing is
+    cut.
     """
 
     def __init__(self, best: float, ratio: float, rare_left: int = 0,
@@ -210,7 +216,7 @@ class Cutoff:
             first = self.first.record
             if item.score >= self.lowest and self.related.adds(item.record, self.kept):
                 return self.related(first, item.record, ADDING_SHARED)
-            return self.related(first, item.record)
+            return self.related(first, item.record) or self.related.only_pair(first, item.record)
         # Later records score no more, so only a rare term can let one in.
         return False if self.rare_left > 0 else None
 

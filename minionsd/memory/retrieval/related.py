@@ -14,8 +14,15 @@ of them a stem of the task's words or of a stop word, are in both. Only words th
 records share are looked up: a word that more candidates hold than a rare word can be in is
 not rare; the others get one capped count per batch (a common word costs at most the cap), on
 the caller's connection.
-The index remembers the answers as long as document frequencies (:mod:`.index`), and a
+The index remembers the counts as long as document frequencies (:mod:`.index`), and a
 word whose df it holds as a task's term is not counted again.
+
+One shared word is enough when no other record in the memory holds it (:meth:`only_pair`):
+the two records are the only ones that name it (``stockreportjob``, a table's setting), which
+says more than several words a handful of records share. Such a word must name something: not
+a stop, boilerplate or narrative word ("saw", "usually" can be rare in a small memory), not a
+bare number (ports, counts and percentages recur by chance), and at least ``PAIR_MIN_CHARS``
+characters (two-letter tokens are mostly pieces of split identifiers).
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from minionsd.storage.fts import index_stats
 
 # Chosen on the blind set, reported on the first set and LoCoMo (docs/retrieval.md).
 SHARED_MIN = 4
+# A word only two records hold (:meth:`SharedRareWords.only_pair`) has at least this many
+# characters.
+PAIR_MIN_CHARS = 3
 
 
 class SharedRareWords:
@@ -40,7 +50,8 @@ class SharedRareWords:
     Both are candidate records as :func:`~.candidates.fetch_candidates` returns them (their
     ``words`` are every stem they hold); `candidates`, the retrieval's candidates, spare the
     count of a word more of them hold than a rare word can be in. One object serves one
-    retrieval: it remembers which words it found rare.
+    retrieval: it remembers how many records hold the words it counted.
+    ``only_pair(best, record)``: is there a word no other record holds in both?
     """
 
     def __init__(self, index: RecallIndex, conn: sqlite3.Connection, terms: Sequence[str],
@@ -50,7 +61,8 @@ class SharedRareWords:
         self._terms = terms
         self._candidates = candidates
         self._task: frozenset[str] | None = None
-        self._rare: dict[str, bool] = {}
+        self._quiet: frozenset[str] | None = None
+        self._held: dict[str, int] = {}  # records holding the word, at most limit + 1
         self._limit: int | None = None
         self._rows = 0
         self._term_stems: list[tuple[str, str]] | None = None
@@ -69,15 +81,42 @@ class SharedRareWords:
         if len(shared) < least:
             return False
         self._sift(shared)
-        rare = self._rare
-        left = [word for word in shared if rare.get(word, True)]
+        held = self._held
+        limit = self._rare_limit()
+        left = [word for word in shared if word not in held or 0 < held[word] <= limit]
         if len(left) < least:
             return False
-        unknown = [word for word in left if word not in rare]
+        unknown = [word for word in left if word not in held]
         if len(left) - len(unknown) >= least:
             return True  # the words already known to be rare are enough: nothing to count
         self._count(unknown)
-        return sum(rare[word] for word in left) >= least
+        return sum(0 < held[word] <= limit for word in left) >= least
+
+    def only_pair(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+        """Do `best` and `record` share a word that no other record in the memory holds, a
+        word that names something (see the module docstring) and is not the task's?"""
+        theirs = best.get("words")
+        mine = record.get("words")
+        if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
+            return False
+        if len(mine) < len(theirs):
+            theirs, mine = mine, theirs
+        task = self._task if self._task is not None else self._task_stems()
+        quiet = self._quiet if self._quiet is not None else self._quiet_stems()
+        shared = [word for word in theirs
+                  if word in mine and len(word) >= PAIR_MIN_CHARS and not word.isdigit()
+                  and word not in task and word not in quiet]
+        if not shared:
+            return False
+        self._sift(shared)
+        held = self._held
+        left = [word for word in shared if word not in held or 0 < held[word] <= 2]
+        if any(word in held for word in left):
+            return True  # known to be held by these two records only
+        # A word more than two candidates hold is not counted.
+        left = [word for word in left if not self._candidates_hold(word, 2)]
+        self._count(left)
+        return any(0 < held[word] <= 2 for word in left)
 
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
         """Does `record` hold a rare word of the task (naming term or not) that none of the
@@ -112,6 +151,10 @@ class SharedRareWords:
         self._task = index.stop_stems(self._conn).union(stem for _term, stem in self._term_stems)
         return self._task
 
+    def _quiet_stems(self) -> frozenset[str]:
+        self._quiet = self._index.quiet_stems(self._conn)
+        return self._quiet
+
     def _rare_limit(self) -> int:
         if self._limit is None:
             self._rows = index_stats(self._conn).rows
@@ -119,48 +162,52 @@ class SharedRareWords:
         return self._limit
 
     def _sift(self, words: list[str]) -> None:
-        """What the index remembers of `words` (as rare words, or as task terms with a df);
-        then the words more candidates hold than a rare word can be in are not rare. None of
-        this counts anything."""
+        """What the index remembers of how many records hold each of `words` (as counts, or
+        as task terms with a df); then a word more candidates hold than a rare word can be
+        in is taken as held by more. None of this counts anything."""
         limit = self._rare_limit()
-        rare = self._rare
-        unknown = [word for word in words if word not in rare]
+        held = self._held
+        unknown = [word for word in words if word not in held]
         if not unknown:
             return
         index = self._index
-        rare.update(index.rarity(unknown, limit))
-        settled: dict[str, bool] = {}
+        held.update(index.rarity(unknown, limit))
+        settled: dict[str, int] = {}
         for word in unknown:
-            if word in rare:
+            if word in held:
                 continue
             df = index.known_df(word, self._rows)
             if df is not None:  # the df of a task's term, cached
-                settled[word] = 0 < df <= limit
-                continue
-            if len(self._candidates) <= limit:
-                continue
-            held = 0
-            for candidate in self._candidates:
-                words_of = candidate.get("words")
-                if isinstance(words_of, Mapping) and word in words_of:
-                    held += 1
-                    if held > limit:
-                        settled[word] = False
-                        break
-        rare.update(settled)
+                settled[word] = min(df, limit + 1)
+            elif self._candidates_hold(word, limit):
+                settled[word] = limit + 1
+        held.update(settled)
         index.remember_rarity(settled, limit)
+
+    def _candidates_hold(self, word: str, most: int) -> bool:
+        """Do more than `most` of the retrieval's candidates hold `word`?"""
+        if len(self._candidates) <= most:
+            return False
+        count = 0
+        for candidate in self._candidates:
+            words_of = candidate.get("words")
+            if isinstance(words_of, Mapping) and word in words_of:
+                count += 1
+                if count > most:
+                    return True
+        return False
 
     def _count(self, words: list[str]) -> None:
         if not words:
             return
         limit = self._rare_limit()
         # A count searches the word as a query, which FTS5 stems again: only a word that is
-        # its own stem is found that way (others are taken as not rare).
+        # its own stem is found that way (others are taken as held by more than the limit).
         stems = self._index.stems(self._conn, words)
         countable = [word for word in words if stems.get(word) == word]
         counts = fts.capped_counts(self._conn, countable, limit + 1) if countable else []
-        found = dict.fromkeys(words, False)
+        found = dict.fromkeys(words, limit + 1)
         for word, count in zip(countable, counts, strict=True):
-            found[word] = 0 < count <= limit
-        self._rare.update(found)
+            found[word] = count
+        self._held.update(found)
         self._index.remember_rarity(found, limit)
