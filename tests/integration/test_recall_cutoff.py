@@ -255,8 +255,9 @@ def test_a_note_naming_a_thing_only_the_first_match_names_is_not_cut(
     """The first match names the job that builds the report (StockSnapshotJob); a second
     note, the one about that job's slow query, is the only other note that names it, and
     shares no other word of the task than "stock": it scores below the floor, and is packed.
-    A note in the same band that shares with the first match only a word that names nothing
-    ("usually", held by the two of them alone) is not."""
+    A note in the same band that shares with the first match only a word empty of a subject
+    ("usually", held by the two of them alone) is not. Once a third note names the job, the
+    second one is not packed for it any more, at once (not when a remembered count expires)."""
     configure(short_home, "")
     d = make_daemon()
     first = add(d, "The nightly stock PDF is built by StockSnapshotJob and mailed to the "
@@ -264,7 +265,7 @@ def test_a_note_naming_a_thing_only_the_first_match_names_is_not_cut(
                 title="Nightly stock PDF", scope="project:shop")
     query = add(d, "StockSnapshotJob groups stock rows by warehouse; without an index on "
                 "the warehouse column it scanned the whole table and took forty minutes.",
-                title="Snapshot query index", scope="project:shop")
+                title="Snapshot index", scope="project:shop")
     narrative = add(d, "Handheld scanners usually reconnect within a minute when the site "
                     "Wi-Fi drops; a scanner that does not needs a restart.",
                     title="Scanner reconnects", scope="project:shop")
@@ -276,3 +277,6 @@ def test_a_note_naming_a_thing_only_the_first_match_names_is_not_cut(
         assert 0.5 * 0.45 * best <= scores[other] < 0.45 * best, (scores, other)
     d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
     assert _selected(d, REPORT_TASK) == [first, query]
+    add(d, "StockSnapshotJob was run by hand twice after the outage of week 12.",
+        title="Manual runs", scope="project:shop")
+    assert _selected(d, REPORT_TASK) == [first]

@@ -15,6 +15,7 @@ from minionsd.memory.retrieval.pack import (
     ADDING_SHARED,
     FOLLOW,
     LAST_FLOOR,
+    PAIRED_MOST,
     RELATED_FLOOR,
     dedupe,
     pack,
@@ -604,7 +605,7 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
         return []
     floor = score_floor(items[0].score, ratio)
     lowest = LAST_FLOOR * floor
-    last, named, covered = items[0].score, set(), set()
+    last, named, covered, paired = items[0].score, set(), set(), 0
     packed: list[str] = []
     for item in items:
         if len(packed) == top_k:
@@ -613,10 +614,14 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
         stems = set(item.record["words"]) & TASK_RARE
         by_score = item.score >= floor or (item.score >= lowest and item.score >= FOLLOW * last)
         needed = ADDING_SHARED if stems - covered and item.score >= lowest else SHARED_MIN
-        related = (bool(packed) and item.score >= RELATED_FLOOR * floor
-                   and (shares[item.id] >= needed or item.id in pairs))
-        if by_score or rare - named or related:
+        above = bool(packed) and item.score >= RELATED_FLOOR * floor
+        by_shares = above and shares[item.id] >= needed
+        # At most PAIRED_MOST records are packed only for a word they alone share.
+        by_pair = (above and not by_shares and item.id in pairs and paired < PAIRED_MOST
+                   and not by_score and not rare - named)
+        if by_score or rare - named or by_shares or by_pair:
             packed.append(item.id)
+            paired += by_pair
             if by_score:
                 last = item.score
             named |= rare
@@ -656,9 +661,18 @@ def test_a_record_sharing_a_word_no_other_record_holds_is_packed_down_to_the_rel
     items = [S(rid, score, rid, words={"common": 1})
              for rid, score in (("M-1", 2.0), ("M-2", 0.8), ("M-3", 0.7), ("M-4", 0.5),
                                 ("M-5", 0.44))]
-    related = _Sharing(dict.fromkeys(["M-2", "M-3", "M-4", "M-5"], 1), frozenset(),
-                       pairs=frozenset({"M-2", "M-4", "M-5"}))
-    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
-                         related=related)
+    shares = dict.fromkeys(["M-2", "M-3", "M-4", "M-5"], 1)
     # M-3 shares one rare word that others hold too; M-5 is below the related floor.
-    assert [s.id for s, _ in chosen] == ["M-1", "M-2", "M-4"]
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=_Sharing(shares, frozenset(), frozenset({"M-4", "M-5"})))
+    assert [s.id for s, _ in chosen] == ["M-1", "M-4"]
+    # One such record a pack: M-2 is packed for its word, then M-4 is not.
+    assert PAIRED_MOST == 1
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=_Sharing(shares, frozenset(), frozenset({"M-2", "M-4"})))
+    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
+    # A record admitted for its word that does not fit does not count.
+    items[1] = S("M-2", 0.8, "x" * 9000, words={"common": 1})
+    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
+                         related=_Sharing(shares, frozenset(), frozenset({"M-2", "M-4"})))
+    assert [s.id for s, _ in chosen] == ["M-1", "M-4"]

@@ -129,6 +129,37 @@ def test_a_word_no_other_record_holds_pairs_two_records(conn) -> None:
     assert not _only_pair(conn, ["ingest", "lag"], pool=False)
 
 
+def test_a_pair_is_counted_for_each_retrieval(conn) -> None:
+    # The index remembers counts for minutes; a third record naming the word since the last
+    # retrieval must end the pair at once.
+    _corpus(conn, RARE[0], RARE[0])
+    index = RecallIndex()
+    terms = ["ingest", "lag"]
+    found = _candidates(conn, terms, index)
+    assert SharedRareWords(index, conn, terms, list(found.values())).only_pair(
+        found["M-best"], found["M-other"])
+    add(conn, "M-third", f"{RARE[0]} {COMMON}")
+    found = _candidates(conn, terms, index)
+    for pool in (list(found.values()), []):
+        assert not SharedRareWords(index, conn, terms, pool).only_pair(
+            found["M-best"], found["M-other"])
+
+
+def test_a_word_counted_as_rare_by_another_rule_is_counted_again_for_a_pair(conn) -> None:
+    # Three records hold the word: rare (the shared-words rules count it and the index
+    # remembers its count), never a pair, in this retrieval or the next.
+    _corpus(conn, RARE[0], RARE[0])
+    add(conn, "M-third", f"{RARE[0]} {COMMON}")
+    index = RecallIndex()
+    terms = ["ingest", "lag"]
+    found = _candidates(conn, terms, index)
+    now = SharedRareWords(index, conn, terms)
+    assert now(found["M-best"], found["M-other"], 1)
+    assert not now.only_pair(found["M-best"], found["M-other"])
+    assert not SharedRareWords(index, conn, terms).only_pair(found["M-best"],
+                                                             found["M-other"])
+
+
 @pytest.mark.parametrize("word", ["yesterday", "thanks", "4412", "zq"])
 def test_a_word_that_names_nothing_does_not_pair_two_records(conn, word: str) -> None:
     # A narrative or boilerplate word, a number or a two-letter token, held by these two

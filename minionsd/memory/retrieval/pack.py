@@ -54,6 +54,10 @@ ADDING_SHARED = 1
 # to this share of the floor (below LAST_FLOOR: such a record names the same incident or
 # component however few of the task's words it holds; chosen on the blind set).
 RELATED_FLOOR = 0.5
+# At most this many records of a pack are packed for a word only they and the first record
+# packed hold (.related's only_pair): a weaker sign than the other rules', so it cannot fill
+# a pack.
+PAIRED_MOST = 1
 
 
 class Related(Protocol):
@@ -182,9 +186,9 @@ class Cutoff:
     record holds, so that the pack covers the task's sides and not only the one the best
     match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
     record is packed only when it shares ``SHARED_MIN`` rare words with the first one. From
-    the floor down to ``RELATED_FLOOR`` of it, a record that shares with the first one a word
-    no other record holds (`related`'s ``only_pair``) is packed too. With ratio 0 nothing is
-    cut.
+    the floor down to ``RELATED_FLOOR`` of it, one record (``PAIRED_MOST``) that shares with
+    the first one a word no other record holds (`related`'s ``only_pair``) is packed too.
+    With ratio 0 nothing is cut.
     """
 
     def __init__(self, best: float, ratio: float, rare_left: int = 0,
@@ -198,6 +202,8 @@ class Cutoff:
         self.related = related
         self.first: Scored | None = None  # the first record packed
         self.kept: list[Mapping[str, Any]] = []  # the packed records
+        self.paired = 0  # records packed for a word only they and the first one hold
+        self._pairing: Scored | None = None  # the last record admitted for such a word
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -216,13 +222,20 @@ class Cutoff:
             first = self.first.record
             if item.score >= self.lowest and self.related.adds(item.record, self.kept):
                 return self.related(first, item.record, ADDING_SHARED)
-            return self.related(first, item.record) or self.related.only_pair(first, item.record)
+            if self.related(first, item.record):
+                return True
+            if self.paired < PAIRED_MOST and self.related.only_pair(first, item.record):
+                self._pairing = item
+                return True
+            return False
         # Later records score no more, so only a rare term can let one in.
         return False if self.rare_left > 0 else None
 
     def packed(self, item: Scored) -> None:
         if self.first is None:
             self.first = item
+        if item is self._pairing:
+            self.paired += 1
         rare = item.record.get("rare_terms") or ()
         if item.score >= self.floor or (item.score >= self.lowest
                                         and item.score >= FOLLOW * self.last):

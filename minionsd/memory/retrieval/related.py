@@ -18,11 +18,14 @@ The index remembers the counts as long as document frequencies (:mod:`.index`), 
 word whose df it holds as a task's term is not counted again.
 
 One shared word is enough when no other record in the memory holds it (:meth:`only_pair`):
-the two records are the only ones that name it (``stockreportjob``, a table's setting), which
-says more than several words a handful of records share. Such a word must name something: not
-a stop, boilerplate or narrative word ("saw", "usually" can be rare in a small memory), not a
-bare number (ports, counts and percentages recur by chance), and at least ``PAIR_MIN_CHARS``
-characters (two-letter tokens are mostly pieces of split identifiers).
+the two records are the only ones that name it (``stockreportjob``, a table's setting). The
+test leaves out the words plainly empty of a subject: stop, boilerplate and narrative words
+("saw", "usually" can be in two notes of a small memory), bare numbers (ports, counts and
+percentages recur by chance), and words under ``PAIR_MIN_CHARS`` characters (two-letter tokens
+are mostly pieces of split identifiers). Every record of the memory counts, whatever its scope
+or state, so a superseded version of the best record that still names the word turns the rule
+off for it. Those counts are made for each retrieval, not remembered: one record added since
+turns a pair into three.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class SharedRareWords:
         self._task: frozenset[str] | None = None
         self._quiet: frozenset[str] | None = None
         self._held: dict[str, int] = {}  # records holding the word, at most limit + 1
+        self._pairs: dict[str, int] = {}  # the same counted now, at most 3 (only_pair)
         self._limit: int | None = None
         self._rows = 0
         self._term_stems: list[tuple[str, str]] | None = None
@@ -93,8 +97,8 @@ class SharedRareWords:
         return sum(0 < held[word] <= limit for word in left) >= least
 
     def only_pair(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-        """Do `best` and `record` share a word that no other record in the memory holds, a
-        word that names something (see the module docstring) and is not the task's?"""
+        """Do `best` and `record` share a word that no other record in the memory holds, not
+        the task's and not plainly empty of a subject (see the module docstring)?"""
         theirs = best.get("words")
         mine = record.get("words")
         if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
@@ -108,15 +112,22 @@ class SharedRareWords:
                   and word not in task and word not in quiet]
         if not shared:
             return False
+        # A word the index knows more than two records hold is out (such a count errs only
+        # for a word whose records were deleted since); the others are counted now, for this
+        # retrieval: one record added since a count was remembered turns a pair into three.
         self._sift(shared)
         held = self._held
-        left = [word for word in shared if word not in held or 0 < held[word] <= 2]
-        if any(word in held for word in left):
-            return True  # known to be held by these two records only
-        # A word more than two candidates hold is not counted.
-        left = [word for word in left if not self._candidates_hold(word, 2)]
-        self._count(left)
-        return any(0 < held[word] <= 2 for word in left)
+        pairs = self._pairs
+        left = [word for word in shared if word not in held or held[word] <= 2]
+        unknown = [word for word in left if word not in pairs
+                   and not self._candidates_hold(word, 2)]
+        if unknown:
+            stems = self._index.stems(self._conn, unknown)
+            countable = [word for word in unknown if stems.get(word) == word]
+            counts = fts.capped_counts(self._conn, countable, 3) if countable else []
+            pairs.update(dict.fromkeys(unknown, 3))
+            pairs.update(zip(countable, counts, strict=True))
+        return any(0 < pairs.get(word, 3) <= 2 for word in left)
 
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
         """Does `record` hold a rare word of the task (naming term or not) that none of the
