@@ -46,6 +46,17 @@ SHARED_MIN = 4
 PAIR_MIN_CHARS = 3
 
 
+def _smaller_first(best: Mapping[str, Any], record: Mapping[str, Any],
+                   ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """The two records' ``words``, the smaller first (the one to walk), or None when either
+    has none."""
+    theirs = best.get("words")
+    mine = record.get("words")
+    if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
+        return None
+    return (mine, theirs) if len(mine) < len(theirs) else (theirs, mine)
+
+
 class SharedRareWords:
     """``related(best, record, least)``: does `record` share `least` (``SHARED_MIN`` unless
     given) rare words with `best`?
@@ -73,12 +84,10 @@ class SharedRareWords:
 
     def __call__(self, best: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = SHARED_MIN) -> bool:
-        theirs = best.get("words")
-        mine = record.get("words")
-        if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
+        both = _smaller_first(best, record)
+        if both is None:
             return False
-        if len(mine) < len(theirs):
-            theirs, mine = mine, theirs
+        theirs, mine = both
         task = self._task if self._task is not None else self._task_stems()
         shared = [word for word in theirs if word in mine and word not in task]
         least = max(1, least)
@@ -99,12 +108,10 @@ class SharedRareWords:
     def only_pair(self, best: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
         """Do `best` and `record` share a word that no other record in the memory holds, not
         the task's and not plainly empty of a subject (see the module docstring)?"""
-        theirs = best.get("words")
-        mine = record.get("words")
-        if not isinstance(theirs, Mapping) or not isinstance(mine, Mapping):
+        both = _smaller_first(best, record)
+        if both is None:
             return False
-        if len(mine) < len(theirs):
-            theirs, mine = mine, theirs
+        theirs, mine = both
         task = self._task if self._task is not None else self._task_stems()
         quiet = self._quiet if self._quiet is not None else self._quiet_stems()
         shared = [word for word in theirs
