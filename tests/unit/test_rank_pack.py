@@ -15,7 +15,6 @@ from minionsd.memory.retrieval.pack import (
     ADDING_SHARED,
     FOLLOW,
     LAST_FLOOR,
-    PAIRED_MOST,
     RELATED_FLOOR,
     dedupe,
     pack,
@@ -489,9 +488,6 @@ class _RelatedTo:
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
         return False
 
-    def only_pair(self, first: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-        return False
-
 
 def test_a_record_related_to_the_first_packed_one_is_packed_down_to_the_related_floor() -> None:
     # floor 0.9, last floor 0.63, related floor 0.45: M-2 to M-5 are below the floor and do not
@@ -548,14 +544,11 @@ def test_pack_with_relatedness_adds_only_related_records_above_the_related_floor
 
 class _Sharing:
     """A relatedness under which a record shares `shares[id]` rare words with the first record
-    packed, one of them held by no other record when its id is in `pairs`, and the task's
-    rare stems are `task` (it records what it was asked)."""
+    packed and the task's rare stems are `task` (it records what it was asked)."""
 
-    def __init__(self, shares: Mapping[str, int], task: frozenset[str],
-                 pairs: frozenset[str] = frozenset()) -> None:
+    def __init__(self, shares: Mapping[str, int], task: frozenset[str]) -> None:
         self.shares = shares
         self.task = task
-        self.pairs = pairs
         self.asked: list[tuple[str, str, int]] = []
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
@@ -566,9 +559,6 @@ class _Sharing:
     def adds(self, record: Mapping[str, Any], packed: Sequence[Mapping[str, Any]]) -> bool:
         return any(stem in self.task and not any(stem in held["words"] for held in packed)
                    for stem in record["words"])
-
-    def only_pair(self, first: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
-        return record["id"] in self.pairs
 
 
 def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> None:
@@ -599,13 +589,13 @@ def test_a_record_adding_a_rare_word_of_the_task_needs_fewer_shared_words() -> N
 
 
 def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
-                      shares: Mapping[str, int], pairs: frozenset[str]) -> list[str]:
+                      shares: Mapping[str, int]) -> list[str]:
     """The cutoff's rules read plainly, for records that all fit."""
     if not items:
         return []
     floor = score_floor(items[0].score, ratio)
     lowest = LAST_FLOOR * floor
-    last, named, covered, paired = items[0].score, set(), set(), 0
+    last, named, covered = items[0].score, set(), set()
     packed: list[str] = []
     for item in items:
         if len(packed) == top_k:
@@ -614,14 +604,10 @@ def _reference_cutoff(items: list[Scored], ratio: float, top_k: int,
         stems = set(item.record["words"]) & TASK_RARE
         by_score = item.score >= floor or (item.score >= lowest and item.score >= FOLLOW * last)
         needed = ADDING_SHARED if stems - covered and item.score >= lowest else SHARED_MIN
-        above = bool(packed) and item.score >= RELATED_FLOOR * floor
-        by_shares = above and shares[item.id] >= needed
-        # At most PAIRED_MOST records are packed only for a word they alone share.
-        by_pair = (above and not by_shares and item.id in pairs and paired < PAIRED_MOST
-                   and not by_score and not rare - named)
-        if by_score or rare - named or by_shares or by_pair:
+        related = (bool(packed) and item.score >= RELATED_FLOOR * floor
+                   and shares[item.id] >= needed)
+        if by_score or rare - named or related:
             packed.append(item.id)
-            paired += by_pair
             if by_score:
                 last = item.score
             named |= rare
@@ -633,46 +619,18 @@ TASK_RARE = frozenset({"a", "b", "c"})  # the task's rare stems; "d" is another 
 
 
 @given(st.lists(st.tuples(st.floats(0, 10), st.sampled_from(["", "x"]),
-                          st.sets(st.sampled_from(["a", "b", "c", "d"])), st.integers(0, 5),
-                          st.booleans()),
+                          st.sets(st.sampled_from(["a", "b", "c", "d"])), st.integers(0, 5)),
                 max_size=20),
        st.floats(0, 1), st.integers(1, 10))
 def test_pack_with_relatedness_agrees_with_the_plain_rules(
-        entries: list[tuple[float, str, set[str], int, bool]], ratio: float,
-        top_k: int) -> None:
+        entries: list[tuple[float, str, set[str], int]], ratio: float, top_k: int) -> None:
     items = sorted((Scored(score, rec(f"M-{i:02d}", body=f"body {i}",
                                       rare_terms=(rare,) if rare else (),
                                       words=dict.fromkeys(stems, 1)))
-                    for i, (score, rare, stems, _n, _p) in enumerate(entries)),
+                    for i, (score, rare, stems, _n) in enumerate(entries)),
                    key=lambda s: (-s.score, s.id))
-    shares = {f"M-{i:02d}": n for i, (_s, _r, _st, n, _p) in enumerate(entries)}
-    # A word only the two records hold is one of the rare words they share.
-    pairs = frozenset(f"M-{i:02d}" for i, (_s, _r, _st, n, p) in enumerate(entries)
-                      if p and n >= 1)
+    shares = {f"M-{i:02d}": n for i, (_s, _r, _st, n) in enumerate(entries)}
     rare_left = sum(bool(s.record["rare_terms"]) for s in items)
     _text, chosen = pack(items, top_k=top_k, max_bytes=100_000, min_score_ratio=ratio,
-                         rare_left=rare_left, related=_Sharing(shares, TASK_RARE, pairs))
-    assert [s.id for s, _ in chosen] == _reference_cutoff(items, ratio, top_k, shares, pairs)
-
-
-def test_a_record_sharing_a_word_no_other_record_holds_is_packed_down_to_the_related_floor(
-        ) -> None:
-    # floor 0.9, last floor 0.63, related floor 0.45; no record adds a word of the task.
-    items = [S(rid, score, rid, words={"common": 1})
-             for rid, score in (("M-1", 2.0), ("M-2", 0.8), ("M-3", 0.7), ("M-4", 0.5),
-                                ("M-5", 0.44))]
-    shares = dict.fromkeys(["M-2", "M-3", "M-4", "M-5"], 1)
-    # M-3 shares one rare word that others hold too; M-5 is below the related floor.
-    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
-                         related=_Sharing(shares, frozenset(), frozenset({"M-4", "M-5"})))
-    assert [s.id for s, _ in chosen] == ["M-1", "M-4"]
-    # One such record a pack: M-2 is packed for its word, then M-4 is not.
-    assert PAIRED_MOST == 1
-    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
-                         related=_Sharing(shares, frozenset(), frozenset({"M-2", "M-4"})))
-    assert [s.id for s, _ in chosen] == ["M-1", "M-2"]
-    # A record admitted for its word that does not fit does not count.
-    items[1] = S("M-2", 0.8, "x" * 9000, words={"common": 1})
-    _text, chosen = pack(items, top_k=8, max_bytes=8192, min_score_ratio=0.45,
-                         related=_Sharing(shares, frozenset(), frozenset({"M-2", "M-4"})))
-    assert [s.id for s, _ in chosen] == ["M-1", "M-4"]
+                         rare_left=rare_left, related=_Sharing(shares, TASK_RARE))
+    assert [s.id for s, _ in chosen] == _reference_cutoff(items, ratio, top_k, shares)

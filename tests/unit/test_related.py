@@ -5,14 +5,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minionsd.memory.retrieval.candidates import fetch_candidates, rare_limit
 from minionsd.memory.retrieval.index import RecallIndex
-from minionsd.memory.retrieval.query import TASK_STOP_WORDS
-from minionsd.memory.retrieval.related import PAIR_MIN_CHARS, SHARED_MIN, SharedRareWords
+from minionsd.memory.retrieval.related import SHARED_MIN, SharedRareWords
 from minionsd.storage import fts
 from minionsd.text.ftsquery import STOP_WORDS
 from tests.unit.test_candidates import NOW, add
@@ -110,73 +108,6 @@ def test_a_record_without_words_is_not_related(conn) -> None:
     assert not related({"id": "M-x", "words": None}, found["M-other"])
 
 
-def _only_pair(conn: sqlite3.Connection, terms: list[str], pool: bool = True) -> bool:
-    found = _candidates(conn, terms)
-    related = SharedRareWords(RecallIndex(), conn, terms, list(found.values()) if pool else ())
-    return related.only_pair(found["M-best"], found["M-other"])
-
-
-def test_a_word_no_other_record_holds_pairs_two_records(conn) -> None:
-    _corpus(conn, RARE[0], RARE[0])
-    assert _only_pair(conn, ["ingest", "lag"])
-    assert _only_pair(conn, ["ingest", "lag"], pool=False)
-    # One word: not related by SHARED_MIN rare words, nor by ADDING_SHARED's count alone.
-    found = _candidates(conn, ["ingest", "lag"])
-    assert not SharedRareWords(RecallIndex(), conn, ["ingest", "lag"])(
-        found["M-best"], found["M-other"])
-    add(conn, "M-third", f"{RARE[0]} {COMMON}")  # now three records hold it
-    assert not _only_pair(conn, ["ingest", "lag"])
-    assert not _only_pair(conn, ["ingest", "lag"], pool=False)
-
-
-def test_a_pair_is_counted_for_each_retrieval(conn) -> None:
-    # The index remembers counts for minutes; a third record naming the word since the last
-    # retrieval must end the pair at once.
-    _corpus(conn, RARE[0], RARE[0])
-    index = RecallIndex()
-    terms = ["ingest", "lag"]
-    found = _candidates(conn, terms, index)
-    assert SharedRareWords(index, conn, terms, list(found.values())).only_pair(
-        found["M-best"], found["M-other"])
-    add(conn, "M-third", f"{RARE[0]} {COMMON}")
-    found = _candidates(conn, terms, index)
-    for pool in (list(found.values()), []):
-        assert not SharedRareWords(index, conn, terms, pool).only_pair(
-            found["M-best"], found["M-other"])
-
-
-def test_a_word_counted_as_rare_by_another_rule_is_counted_again_for_a_pair(conn) -> None:
-    # Three records hold the word: rare (the shared-words rules count it and the index
-    # remembers its count), never a pair, in this retrieval or the next.
-    _corpus(conn, RARE[0], RARE[0])
-    add(conn, "M-third", f"{RARE[0]} {COMMON}")
-    index = RecallIndex()
-    terms = ["ingest", "lag"]
-    found = _candidates(conn, terms, index)
-    now = SharedRareWords(index, conn, terms)
-    assert now(found["M-best"], found["M-other"], 1)
-    assert not now.only_pair(found["M-best"], found["M-other"])
-    assert not SharedRareWords(index, conn, terms).only_pair(found["M-best"],
-                                                             found["M-other"])
-
-
-@pytest.mark.parametrize("word", ["yesterday", "thanks", "4412", "zq"])
-def test_a_word_that_names_nothing_does_not_pair_two_records(conn, word: str) -> None:
-    # A narrative or boilerplate word, a number or a two-letter token, held by these two
-    # records only; beside a word that names something, they pair.
-    assert word in TASK_STOP_WORDS or word.isdigit() or len(word) < PAIR_MIN_CHARS
-    _corpus(conn, word, word)
-    assert not _only_pair(conn, ["ingest", "lag"])
-    conn.execute("DELETE FROM memory_records")
-    _corpus(conn, f"{word} {RARE[1]}", f"{word} {RARE[1]}")
-    assert _only_pair(conn, ["ingest", "lag"])
-
-
-def test_the_tasks_own_word_does_not_pair_two_records(conn) -> None:
-    _corpus(conn, RARE[0], RARE[0])
-    assert not _only_pair(conn, ["ingest", RARE[0]])
-
-
 def _reference(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, Any],
                terms: list[str], least: int = SHARED_MIN) -> bool:
     """Plainly: the stems both hold, minus the task's and the stop words', that at most
@@ -201,21 +132,8 @@ def _reference_adds(conn: sqlite3.Connection, record: dict[str, Any],
                and 0 < dfs.get(s, 0) <= rare_limit(rows) for s in stems)
 
 
-def _reference_pair(conn: sqlite3.Connection, best: dict[str, Any], other: dict[str, Any],
-                    terms: list[str]) -> bool:
-    """Plainly: a stem both hold, not the task's nor a stop, boilerplate or narrative word's,
-    of PAIR_MIN_CHARS or more and not a number, that is its own stem and that at most two
-    rows hold (fts5vocab's exact count)."""
-    dfs = dict(conn.execute("SELECT term, doc FROM memory_vocab"))
-    quiet = {s for s in fts.stems(conn, [*terms, *TASK_STOP_WORDS]).values() if s}
-    shared = (set(best["words"]) & set(other["words"])) - quiet
-    own = fts.stems(conn, list(shared))
-    return any(own.get(w) == w and len(w) >= PAIR_MIN_CHARS and not w.isdigit()
-               and 0 < dfs.get(w, 0) <= 2 for w in shared)
-
-
 WORDS = [*RARE, "cluster", "deploy", "ingest", "lag", "tokens", "retries", "queue", "the",
-         "this", "was", "yesterday", "4412", "zq"]
+         "this", "was"]
 
 
 @settings(max_examples=40, deadline=None,
@@ -246,9 +164,6 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
         assert fresh(found[0], other) == expected
         assert with_pool.adds(other, [found[0]]) == _reference_adds(conn, other, [found[0]],
                                                                        terms)
-        expected = _reference_pair(conn, found[0], other, terms)
-        assert with_pool.only_pair(found[0], other) == expected
-        assert fresh.only_pair(found[0], other) == expected
         # Asked for fewer (or more) words in common, after the answers above are remembered.
         for least in (1, 2, 5):
             expected = _reference(conn, found[0], other, terms, least)
@@ -256,15 +171,14 @@ def test_relatedness_agrees_with_a_plain_count(conn, bodies: list[list[str]],
             assert fresh(found[0], other, least) == expected
 
 
-def test_the_index_remembers_how_many_records_hold_a_word_for_the_same_limit(conn) -> None:
+def test_the_index_remembers_which_words_are_rare_for_the_same_limit(conn) -> None:
     _corpus(conn, " ".join(RARE[:4]), " ".join(RARE[:4]))
     index = RecallIndex()
     found = _candidates(conn, ["ingest", "lag"])
     assert SharedRareWords(index, conn, ["ingest", "lag"])(found["M-best"], found["M-other"])
     limit = rare_limit(14)
-    # Counted up to one more than the limit: "cluster" is in all 14 records.
-    assert index.rarity([*RARE[:4], "cluster"], limit) == dict.fromkeys(RARE[:4], 2) | {
-        "cluster": limit + 1}
+    assert index.rarity([*RARE[:4], "cluster"], limit) == dict.fromkeys(RARE[:4], True) | {
+        "cluster": False}
     assert index.rarity(RARE[:4], limit + 1) == {}  # another limit: not known
     index.forget()
     assert index.rarity(RARE[:4], limit) == {}
@@ -279,7 +193,7 @@ def test_a_task_terms_cached_df_is_used_for_its_rarity(conn) -> None:
     assert index.known_df(RARE[1], 14) is None
     found = _candidates(conn, ["ingest", "lag"], index)
     assert SharedRareWords(index, conn, ["ingest", "lag"])(found["M-best"], found["M-other"])
-    assert index.rarity(RARE[:4], rare_limit(14)) == dict.fromkeys(RARE[:4], 2)
+    assert index.rarity(RARE[:4], rare_limit(14)) == dict.fromkeys(RARE[:4], True)
 
 
 def test_the_index_finds_the_stop_words_stems_once(conn) -> None:

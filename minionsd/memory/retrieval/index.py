@@ -10,11 +10,9 @@ It holds:
 * the record view (:mod:`.recordview`): the recall filter table and bounded caches of hit
   lists, parsed term counts and decoded rows, kept current through ``record_changes``;
 * document frequencies by term for a few minutes (a zero only until any record changes);
-* how many records hold a word, counted up to one more than the rare limit (:mod:`.related`),
-  for as long, for the same limit;
+* whether a word is rare (:mod:`.related`) for as long, for the same rare limit;
 * FTS5's stem of each query word seen (a pure function of the word; asking FTS5 costs five
-  statements per retrieval, 5% of a repeated one), and the stems of the stop words and of
-  the other words that name no subject;
+  statements per retrieval, 5% of a repeated one), and the stems of the stop words;
 * the string table parsed rows share;
 * memos of pure functions of record text for ranking and packing (:mod:`.memos`).
 """
@@ -28,7 +26,6 @@ from collections.abc import Iterable
 
 from minionsd.memory.retrieval import planner
 from minionsd.memory.retrieval.memos import TextMemos
-from minionsd.memory.retrieval.query import TASK_STOP_WORDS
 from minionsd.memory.retrieval.recordview import MAX_CACHED, RecordView
 from minionsd.storage import fts
 from minionsd.text.ftsquery import STOP_WORDS
@@ -48,9 +45,7 @@ class RecallIndex:
         self._dfs: dict[str, tuple[int, int, float, int | None]] = {}
         self._stems: dict[str, str | None] = {}
         self._stop_stems: frozenset[str] | None = None
-        self._quiet_stems: frozenset[str] | None = None
-        # word -> (records holding it, at most limit + 1; limit; expires)
-        self._rarity: dict[str, tuple[int, int, float]] = {}
+        self._rarity: dict[str, tuple[bool, int, float]] = {}  # word -> (rare, limit, expires)
         self.shared: dict[str, str] = {}
         self.numbers: dict[str, float] = {}  # count text -> number, shared by parsed rows
         self.memos = TextMemos()
@@ -100,10 +95,10 @@ class RecallIndex:
 
     # --- rare words (.related) ----------------------------------------------------------------
 
-    def rarity(self, words: Iterable[str], limit: int) -> dict[str, int]:
-        """Of `words`, how many records hold each (``limit + 1``: more than `limit`), as
-        :meth:`remember_rarity` was told within DF_CACHE_SECONDS with the same limit; the
-        others are left out."""
+    def rarity(self, words: Iterable[str], limit: int) -> dict[str, bool]:
+        """Of `words`, those known to be held by at most `limit` records (True) or more
+        (False), as :meth:`remember_rarity` was told within DF_CACHE_SECONDS with the same
+        limit; the others are left out."""
         now = time.monotonic()
         known = self._rarity
         out = {}
@@ -133,13 +128,13 @@ class RecallIndex:
             return min(df, rows)
         return None
 
-    def remember_rarity(self, found: dict[str, int], limit: int) -> None:
+    def remember_rarity(self, found: dict[str, bool], limit: int) -> None:
         expires = time.monotonic() + DF_CACHE_SECONDS
         with self._lock:
             if len(self._rarity) + len(found) > MAX_DFS:
                 self._rarity.clear()
-            for word, held in found.items():
-                self._rarity[word] = (min(held, limit + 1), limit, expires)
+            for word, rare in found.items():
+                self._rarity[word] = (rare, limit, expires)
 
     # --- stems -------------------------------------------------------------------------------
 
@@ -170,16 +165,6 @@ class RecallIndex:
         if found is None:
             stems = self.stems(conn, STOP_WORDS)
             found = self._stop_stems = frozenset(stem for stem in stems.values() if stem)
-        return found
-
-    def quiet_stems(self, conn: sqlite3.Connection) -> frozenset[str]:
-        """The FTS5 stems of the words that name no subject: stop words, a task's boilerplate
-        and narrative words (:data:`~.query.TASK_STOP_WORDS`: "thanks", "saw", "yesterday"),
-        found once."""
-        found = self._quiet_stems
-        if found is None:
-            stems = self.stems(conn, TASK_STOP_WORDS)
-            found = self._quiet_stems = frozenset(stem for stem in stems.values() if stem)
         return found
 
     # --- rows --------------------------------------------------------------------------------

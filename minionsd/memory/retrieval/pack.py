@@ -14,8 +14,7 @@ This module owns what an agent reads of each recalled record and how many fit. P
   packed only when it closely follows the record packed before it, or holds a rare
   identifier, error code or file name of the task that no packed record holds, or (given
   `related`) shares the rare words of the first record packed (fewer of them when it adds a
-  rare word of the task the pack lacks; one, when no other record holds it): ``top_k`` is a
-  ceiling, not a quota. The result is
+  rare word of the task the pack lacks): ``top_k`` is a ceiling, not a quota. The result is
   what goes inside the untrusted-input fence.
 
 Invariant: ``len(text.encode()) <= max_bytes`` and the reported byte sizes add up to the text
@@ -54,26 +53,19 @@ ADDING_SHARED = 1
 # to this share of the floor (below LAST_FLOOR: such a record names the same incident or
 # component however few of the task's words it holds; chosen on the blind set).
 RELATED_FLOOR = 0.5
-# At most this many records of a pack are packed for a word only they and the first record
-# packed hold (.related's only_pair): a weaker sign than the other rules', so it cannot fill
-# a pack.
-PAIRED_MOST = 1
 
 
 class Related(Protocol):
     """related(first packed record, record[, least]): do the two share at least `least`
     rare words, or the relatedness's own minimum without it (:mod:`.related`)?
     ``adds(record, packed records)``: does the record hold a rare word of the task that none
-    of the packed records holds? ``only_pair(first, record)``: do the two share a word no
-    other record holds?"""
+    of the packed records holds?"""
 
     def __call__(self, first: Mapping[str, Any], record: Mapping[str, Any],
                  least: int = ...) -> bool: ...
 
     def adds(self, record: Mapping[str, Any],
              packed: Sequence[Mapping[str, Any]]) -> bool: ...
-
-    def only_pair(self, first: Mapping[str, Any], record: Mapping[str, Any]) -> bool: ...
 
 
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
@@ -185,9 +177,7 @@ class Cutoff:
     holds a rare word of the task (naming term or not: `related`'s ``adds``) that no packed
     record holds, so that the pack covers the task's sides and not only the one the best
     match is about. Below ``LAST_FLOOR`` of the floor, down to ``RELATED_FLOOR`` of it, a
-    record is packed only when it shares ``SHARED_MIN`` rare words with the first one. From
-    the floor down to ``RELATED_FLOOR`` of it, one record (``PAIRED_MOST``) that shares with
-    the first one a word no other record holds (`related`'s ``only_pair``) is packed too.
+    record is packed only when it shares ``SHARED_MIN`` rare words with the first one.
     With ratio 0 nothing is cut.
     """
 
@@ -202,8 +192,6 @@ class Cutoff:
         self.related = related
         self.first: Scored | None = None  # the first record packed
         self.kept: list[Mapping[str, Any]] = []  # the packed records
-        self.paired = 0  # records packed for a word only they and the first one hold
-        self._pairing: Scored | None = None  # the last record admitted for such a word
 
     def admits(self, item: Scored) -> bool | None:
         """True: pack it (if it fits); False: skip it; None: nothing after it can be packed."""
@@ -222,20 +210,13 @@ class Cutoff:
             first = self.first.record
             if item.score >= self.lowest and self.related.adds(item.record, self.kept):
                 return self.related(first, item.record, ADDING_SHARED)
-            if self.related(first, item.record):
-                return True
-            if self.paired < PAIRED_MOST and self.related.only_pair(first, item.record):
-                self._pairing = item
-                return True
-            return False
+            return self.related(first, item.record)
         # Later records score no more, so only a rare term can let one in.
         return False if self.rare_left > 0 else None
 
     def packed(self, item: Scored) -> None:
         if self.first is None:
             self.first = item
-        if item is self._pairing:
-            self.paired += 1
         rare = item.record.get("rare_terms") or ()
         if item.score >= self.floor or (item.score >= self.lowest
                                         and item.score >= FOLLOW * self.last):
