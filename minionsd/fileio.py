@@ -145,6 +145,32 @@ def read_text(path: Path, warnings: ReadWarnings | None = None) -> str | None:
     return decode_lenient(data, path, warnings)
 
 
+def read_tail(path: Path, size: int) -> bytes | None:
+    """The file's last `size` bytes (all of it when it is shorter), None when it does not
+    exist."""
+    try:
+        with open(path, "rb") as file:
+            end = file.seek(0, os.SEEK_END)
+            file.seek(max(0, end - size))
+            return file.read()
+    except FileNotFoundError:
+        return None
+
+
+def append_synced(path: Path, data: bytes) -> None:
+    """Append `data` to an existing file and fsync it. A crash during the write can leave
+    only part of `data` at the end: the caller must be able to tell on its redo
+    (notesfile.history_addition does)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def create_new_text(path: Path, text: str, mode: int = 0o600) -> None:
     """Write a complete new file, failing with FileExistsError instead of overwriting.
 

@@ -16,6 +16,7 @@
     .venv/bin/python scripts/bench.py --only cli --old /tmp/old --cli-home DIR  # minionsctl
     .venv/bin/python scripts/bench.py --only startup --cli-home DIR   # start-up, profiled
     .venv/bin/python scripts/bench.py --only heavy-note [--old /tmp/old]  # 1 MB YAML note
+    .venv/bin/python scripts/bench.py --only history    # a batch's move into a 10 MB history
 
 Sections:
 1. load      N synthetic engineering notes through `memory.add`, pipelined as JSON-RPC batches
@@ -151,7 +152,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--only", choices=("load", "search", "consolidation", "retrieval",
                                             "mcp-start", "web", "cli", "startup",
-                                            "heavy-note"))
+                                            "heavy-note", "history"))
     parser.add_argument("--quick", action="store_true",
                         help="every section at a tiny size (200 records, a few samples; "
                         "the test suite's smoke run): no meaningful figures")
@@ -216,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
 
             run_heavy_note(["--runs", str(max(args.trials, 3))]
                            + (["--old", str(args.old.resolve())] if args.old else []))
+        elif args.only == "history":  # bench_history.py: files only, no daemon
+            from bench_history import main as run_history
+
+            run_history(["--mb", "0.2" if args.quick else "10"])
         elif args.only == "cli":
             from bench_cli import run_cli
 

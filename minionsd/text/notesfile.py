@@ -106,6 +106,42 @@ def bound_notes(text: str, max_bytes: int) -> tuple[str, str]:
     return header + "".join(sections[cut:]), "".join(sections[:cut])
 
 
+def history_addition(tail: bytes, moved: str) -> bytes:
+    """The bytes to append to notes-history.md for the `moved` sections, given `tail`, the
+    file's last bytes (the whole file, or at least twice `moved`'s size).
+
+    Sections `tail` already holds are skipped, and so is the beginning of the rest that
+    `tail` already ends with: an append that a crash cut short is completed, not repeated.
+    The result joins the sections as :func:`append_history` does; b"" when nothing is
+    missing.
+    """
+    text = tail.decode("utf-8", "replace")
+    _, sections = split_sections(moved)
+    fresh = [s.rstrip("\n") for s in sections if s.strip("\n") not in text]
+    if not fresh:
+        # All there; a crash may still have cut the last one's final newline.
+        last = sections[-1].rstrip("\n").encode("utf-8") if sections else b""
+        return b"\n" if last and tail.endswith(last) else b""
+    chunk = ("\n\n" + "\n\n".join(fresh) + "\n").encode("utf-8")
+    return chunk[_overlap(tail, chunk):]
+
+
+def _overlap(tail: bytes, chunk: bytes) -> int:
+    """The length of the longest beginning of `chunk` (shorter than all of it) that `tail`
+    ends with."""
+    head = chunk[:64]
+    start = max(0, len(tail) - len(chunk) + 1)
+    at = tail.find(head, start)
+    while at != -1:  # only where chunk's first 64 bytes occur: no scan of every offset
+        if chunk.startswith(tail[at:]):
+            return len(tail) - at
+        at = tail.find(head, at + 1)
+    for size in range(min(len(head) - 1, len(tail)), 0, -1):
+        if tail.endswith(chunk[:size]):
+            return size
+    return 0
+
+
 def append_history(history: str | None, moved: str) -> str:
     """notes-history.md after appending moved sections; sections already there are skipped.
 

@@ -93,3 +93,12 @@ def test_bench_quick_prints_every_section():
     # on SIGTERM.
     assert len(re.findall(r"SIGTERM -> exit 0 in", out)) == 5, out
     assert "Traceback" not in err, err
+
+
+def test_bench_history_prints_both_ways_of_moving_sections():
+    done = subprocess.run([sys.executable, "scripts/bench.py", "--only", "history", "--quick"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for how in ("append", "rewrite"):
+        assert re.search(rf"^ +{how} +[\d.]+ ms wall +[\d.]+ ms CPU +[\d.]+ kB written",
+                         done.stdout, re.MULTILINE), done.stdout

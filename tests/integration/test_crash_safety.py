@@ -13,7 +13,8 @@ import pytest
 from tests.conftest import wait_for
 
 NOTES = 12
-# Steps per batch: start, digest, notes, kb x12, notebook x4 (dallas), sql, archive x12, finish
+# Steps per batch: start, digest, notes (then history, when notes.md outgrows its bound:
+# not here), kb x12, notebook x4 (dallas), sql, archive x12, finish
 CRASH_POINTS = ["start:1", "digest:1", "notes:1", "kb:1", "kb:6", "kb:12", "notebook:1",
                 "notebook:4", "sql:1", "archive:1", "archive:7", "archive:12", "finish:1",
                 "any:5", "any:17", "any:23"]

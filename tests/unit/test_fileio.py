@@ -5,10 +5,17 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minionsd.fileio import atomic_write_text, create_new_text, fit_name
+from minionsd.fileio import (
+    append_synced,
+    atomic_write_text,
+    create_new_text,
+    fit_name,
+    read_tail,
+)
 
 
 def _race(target, n: int) -> list[BaseException | None]:
@@ -88,3 +95,23 @@ def test_atomic_writes_work_for_the_longest_file_names(tmp_path):
         atomic_write_text(tmp_path / name, "kept\n")
         assert (tmp_path / name).read_text() == "kept\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a" * 255, "é" * 127])
+
+
+def test_read_tail_gives_the_last_bytes_or_none(tmp_path) -> None:
+    path = tmp_path / "history.md"
+    assert read_tail(path, 10) is None
+    path.write_bytes(b"0123456789abcdef")
+    assert read_tail(path, 4) == b"cdef"
+    assert read_tail(path, 100) == b"0123456789abcdef"
+    path.write_bytes(b"")
+    assert read_tail(path, 4) == b""
+
+
+def test_append_synced_appends_and_keeps_the_mode(tmp_path) -> None:
+    path = tmp_path / "history.md"
+    atomic_write_text(path, "one\n")
+    append_synced(path, "twö\n".encode())
+    assert path.read_text(encoding="utf-8") == "one\ntwö\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(FileNotFoundError):
+        append_synced(tmp_path / "missing.md", b"x")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from minionsd.text.notesfile import (
     HISTORY_HEADER,
@@ -11,6 +13,7 @@ from minionsd.text.notesfile import (
     append_section,
     bound_notes,
     contains_entry,
+    history_addition,
     render_section,
     split_sections,
 )
@@ -141,3 +144,45 @@ def test_history_grows_oldest_first():
     positions = [history.index(f"batch=b{i} ") for i in range(4)]
     assert positions == sorted(positions)
     assert history.count("batch=b0 ") == 1
+
+
+def _history_then_moved(first: int, then: int, size: int) -> tuple[str, str]:
+    """A history holding the sections the first `first` batches moved out, and the sections
+    the next bound moves (notes.md of `first + then` batches bound to 1,200 bytes)."""
+    history = append_history(None, bound_notes(build(first, size), 1200)[1])
+    _kept, moved = bound_notes(build(first + then, size), 1200)
+    moved = "".join(s for s in split_sections(moved)[1]
+                    if s.strip("\n") not in history)
+    return history, moved
+
+
+def test_the_history_addition_is_what_a_whole_rewrite_would_append():
+    history, moved = _history_then_moved(3, 4, 300)
+    addition = history_addition(history.encode(), moved)
+    assert addition and history.encode() + addition == append_history(history, moved).encode()
+    # Done: nothing more, whether the window holds the whole file or only its end.
+    done = history.encode() + addition
+    assert history_addition(done, moved) == b""
+    assert history_addition(done[-(2 * len(moved.encode()) + 10):], moved) == b""
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 400), st.floats(0, 1),
+       st.booleans())
+def test_an_append_a_crash_cut_short_is_completed_not_repeated(
+        first: int, then: int, size: int, share: float, window: bool) -> None:
+    history, moved = _history_then_moved(first, then, size)
+    whole = history.encode() + history_addition(history.encode(), moved)
+    # The crash left the history plus any beginning of the addition (a multi-byte
+    # character cut in two included): the redo appends exactly the rest.
+    cut = len(history.encode()) + int(share * (len(whole) - len(history.encode())))
+    torn = whole[:cut]
+    tail = torn[-(2 * len(moved.encode()) + 4096):] if window else torn
+    assert torn + history_addition(tail, moved) == whole
+
+
+def test_a_torn_section_in_other_scripts_is_completed_byte_for_byte():
+    history = append_history(None, bound_notes(build(2, 50), 300)[1])
+    moved = render_section("### Ünïcödé — 日本語 digest\n" + "é" * 301, "bx")
+    whole = history.encode() + history_addition(history.encode(), moved)
+    for cut in range(len(history.encode()), len(whole)):
+        assert whole[:cut] + history_addition(whole[:cut], moved) == whole
