@@ -24,7 +24,14 @@ from typing import Any
 import structlog
 
 from minionsd.clock import date_stamp
-from minionsd.fileio import append_synced, atomic_write_text, lock_for, read_tail, read_text
+from minionsd.fileio import (
+    append_synced,
+    atomic_write_text,
+    atomic_write_through,
+    lock_for,
+    read_tail,
+    read_text,
+)
 from minionsd.memory.app import App
 from minionsd.memory.consolidate import notebook_append
 from minionsd.memory.consolidate.breaker import content_hash, find_storm
@@ -299,20 +306,24 @@ class Pipeline:
             kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
             self._step("notes")
             if moved:
-                self._move_to_history(moved)
+                self._move_to_history(moved, text)
             atomic_write_text(notes_path, kept)
 
-    def _move_to_history(self, moved: str) -> None:
+    def _move_to_history(self, moved: str, bounded: str) -> None:
         """History first: a redo after a crash between the two writes finds the sections
         already at the history's end and skips them (and completes one a crash cut short), so
         none is lost or doubled. Only the end of the history is read, and the sections are
-        appended: a year of history is not rewritten each batch."""
+        appended: a year of history is not rewritten each batch.
+
+        The end read is twice `bounded`, the notes.md text being bounded: whatever a crashed
+        append wrote is still in notes.md, so it is all in that end even when the redo moves
+        fewer sections (the bound was raised meanwhile)."""
         history = self.app.home.notes_history
         with lock_for(history):
-            window = 2 * len(moved.encode("utf-8")) + 4096
+            window = 2 * len(bounded.encode("utf-8")) + 4096
             tail = read_tail(history, window)
             if tail is None or (len(tail) < window and not tail.strip()):
-                atomic_write_text(history, notesfile.append_history(None, moved))
+                atomic_write_through(history, notesfile.append_history(None, moved))
                 addition = b""
             else:
                 addition = notesfile.history_addition(tail, moved)
@@ -321,7 +332,7 @@ class Pipeline:
         self._step("history")
 
     def _in_history(self, batch_id: str) -> bool:
-        # Replaced atomically, so read without its lock.
+        # Written only under the notes.md lock, which the caller holds (only on a redo).
         text = read_text(self.app.home.notes_history, self.app.file_warnings)
         return text is not None and notesfile.contains_entry(text, batch_id)
 
