@@ -1,8 +1,8 @@
 """Cost of moving digest sections into a large notes/archive/notes-history.md, per batch.
 
 Builds a history of --mb megabytes in a temporary directory, then moves one section into it
---batches times the way consolidation does (tail read, `notesfile.history_addition`,
-`fileio.append_synced`), and, for comparison, the same number of times by reading the whole
+--batches times the way consolidation does (a read of the file's last 2 x 50 kB, twice
+`engine.notes_max_bytes`' default; `notesfile.history_addition`; `fileio.append_synced`), and, for comparison, the same number of times by reading the whole
 file and replacing it (`notesfile.append_history`, `fileio.atomic_write_text`: what a whole
 rewrite costs). Prints wall and CPU milliseconds per batch and the bytes written.
 
@@ -29,6 +29,8 @@ from minionsd.fileio import (  # noqa: E402
     read_text,
 )
 from minionsd.text import notesfile  # noqa: E402
+
+NOTES_MAX_BYTES = 50_000  # engine.notes_max_bytes' default
 
 
 def _section(n: int) -> str:
@@ -57,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = time.perf_counter(), time.process_time()
             for i in range(args.batches):
                 moved = _section(1_000_000 + n + i)
-                if how == "append":
-                    window = 2 * len(moved.encode("utf-8")) + 4096
+                if how == "append":  # the end consolidation reads: twice a full notes.md
+                    window = 2 * NOTES_MAX_BYTES + 4096
                     addition = notesfile.history_addition(read_tail(history, window) or b"",
                                                           moved)
                     append_synced(history, addition)
