@@ -2,9 +2,10 @@
 
 Builds a history of --mb megabytes in a temporary directory, then moves one section into it
 --batches times the way consolidation does (a read of the file's last 2 x 50 kB, twice
-`engine.notes_max_bytes`' default; `notesfile.history_addition`; `fileio.append_synced`), and, for comparison, the same number of times by reading the whole
-file and replacing it (`notesfile.append_history`, `fileio.atomic_write_text`: what a whole
-rewrite costs). Prints wall and CPU milliseconds per batch and the bytes written.
+`engine.notes_max_bytes`' default; `notesfile.history_addition`; `fileio.append_synced`),
+and, for comparison, the same number of times by reading the whole file and replacing it
+(`notesfile.append_history`, `fileio.atomic_write_text`: what a whole rewrite costs). Prints
+wall and CPU milliseconds per batch and the bytes written.
 
     .venv/bin/python scripts/bench_history.py [--mb 10] [--batches 20]
     .venv/bin/python scripts/bench.py --only history      # the same, at 10 MB
