@@ -16,6 +16,7 @@ from minionsd.memory.consolidate import notebooks
 from minionsd.text import notesfile
 from minionsd.text.fence import fence_with_status, truncate_utf16
 from minionsd.text.sectioncut import cut_section
+from minionsd.text.textcut import utf8_len as utf8_len  # re-exported for recall.py
 
 HEADINGS = {
     "pinned": "Pinned Context (CRITICAL — READ FIRST)",
@@ -48,10 +49,6 @@ class Section:
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "bytes": utf8_len(self.rendered),
                 "truncated": self.truncated}
-
-
-def utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _section(name: str, source: str, body: str, capped: bool, fence_max: int) -> Section:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from minionsd.text.textcut import utf8_len
+
 SEPARATOR = "\n\n---\n\n"
 NOTES_HEADER = (
     "# Team Notes\n\n"
@@ -87,10 +89,6 @@ def split_sections(text: str) -> tuple[str, list[str]]:
     return text[: starts[0]], [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def bound_notes(text: str, max_bytes: int) -> tuple[str, str]:
     """(kept notes.md text, moved-out text): oldest sections leave until it fits max_bytes.
 
@@ -99,9 +97,9 @@ def bound_notes(text: str, max_bytes: int) -> tuple[str, str]:
     `append_history`.
     """
     header, sections = split_sections(text)
-    size, cut = _size(text), 0
+    size, cut = utf8_len(text), 0
     while size > max_bytes and cut < len(sections) - 1:
-        size -= _size(sections[cut])
+        size -= utf8_len(sections[cut])
         cut += 1
     return header + "".join(sections[cut:]), "".join(sections[:cut])
 

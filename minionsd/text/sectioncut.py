@@ -8,9 +8,7 @@ heading alone is too long it is cut at the end of a word. Pure functions.
 
 from __future__ import annotations
 
-
-def _size(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+from minionsd.text.textcut import utf8_len
 
 
 def cut_notice(left_out: int, shortened: str = "") -> str:
@@ -57,7 +55,7 @@ def _word_head(line: str, max_bytes: int) -> str:
 def cut_section(section: str, max_bytes: int) -> str:
     """`section` within max_bytes UTF-8 bytes (itself when it fits), cut as the module says;
     "" when not even part of its heading and the notice fit."""
-    if _size(section) <= max_bytes:
+    if utf8_len(section) <= max_bytes:
         return section
     lines = section.splitlines(keepends=True)
     first = next((i for i, line in enumerate(lines) if not _is_lead(line)), 0)
@@ -65,27 +63,27 @@ def cut_section(section: str, max_bytes: int) -> str:
     heading, body = lines[first], lines[first + 1:]
     if not heading.endswith("\n"):
         heading += "\n"
-    if _size(lead) + _size(heading) + _size(cut_notice(len(body))) > max_bytes:
+    if utf8_len(lead) + utf8_len(heading) + utf8_len(cut_notice(len(body))) > max_bytes:
         lead = ""  # the separator before the heading goes first
     kept: list[str] = []
     size = 0
     heading = lead + heading
     for line in reversed(body):
         left_out = len(body) - len(kept) - 1
-        if _size(heading) + _size(cut_notice(left_out)) + size + _size(line) > max_bytes:
+        if utf8_len(heading) + utf8_len(cut_notice(left_out)) + size + utf8_len(line) > max_bytes:
             break
         kept.insert(0, line)
-        size += _size(line)
+        size += utf8_len(line)
     left_out = len(body) - len(kept)
     notice = cut_notice(left_out)
-    if _size(heading) + _size(notice) > max_bytes:  # the heading alone is too long
+    if utf8_len(heading) + utf8_len(notice) > max_bytes:  # the heading alone is too long
         notice = cut_notice(len(body), "the end of the heading")
-        heading = _word_head(heading, max_bytes - _size(notice))
+        heading = _word_head(heading, max_bytes - utf8_len(notice))
         return heading + notice if heading else ""
     if not kept and body and body[-1].strip():
         # Not one whole line fits: the last line's words that do, said in the notice.
         shorter = cut_notice(len(body) - 1, "the start of the last line")
-        tail = _word_tail(body[-1], max_bytes - _size(shorter) - _size(heading))
+        tail = _word_tail(body[-1], max_bytes - utf8_len(shorter) - utf8_len(heading))
         if tail:
             return heading + shorter + tail
     return heading + notice + "".join(kept)

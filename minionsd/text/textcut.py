@@ -10,6 +10,11 @@ import re
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
+def utf8_len(text: str) -> int:
+    """`text`'s size in UTF-8 bytes (a lone surrogate counts as its three bytes)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def scrub_surrogates(text: str) -> str:
     """Replace lone surrogates (possible in JSON input) with U+FFFD; UTF-8 cannot carry them."""
     if text.isascii():

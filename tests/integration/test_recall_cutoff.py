@@ -140,6 +140,21 @@ def _scores_without_cutoff(d, task: dict) -> dict[str, float]:
                                                 project="shop")["selected"]}
 
 
+def _packed_at_the_default_cutoff(d, task: dict, best_id: str, others: tuple[str, ...],
+                                  band: tuple[float, float]) -> list[str]:
+    """With the cutoff off, `best_id` scores best and each of `others` scores within `band`
+    (shares of the default floor, 0.45 of the best score); then the pack at the default
+    cutoff."""
+    scores = _scores_without_cutoff(d, task)
+    best = scores[best_id]
+    assert max(scores.values()) == best
+    low, high = band
+    for other in others:
+        assert low * 0.45 * best <= scores[other] < high * 0.45 * best, (scores, other)
+    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
+    return _selected(d, task)
+
+
 INCIDENT_TASK = {"id": "W-5", "title": "Ingest consumers keep rebalancing and lag grows",
                  "description": "The ingest consumers leave and rejoin the group every few "
                  "minutes and the lag keeps growing."}
@@ -172,14 +187,9 @@ def test_a_note_about_the_same_thing_as_the_first_match_is_not_cut(
                     "a slow invoice holds up the next ones for a few minutes.",
                     title="Billing queue order", scope="project:shop")
     _add_background(d, "lag")
-    scores = _scores_without_cutoff(d, INCIDENT_TASK)
-    best = scores[incident]
-    assert max(scores.values()) == best
     # Both are below the floor (0.45 of the best) and above the last floor (0.7 of it).
-    for other in (related, unrelated):
-        assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, related, unrelated)
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
-    assert _selected(d, INCIDENT_TASK) == [incident, related]
+    assert _packed_at_the_default_cutoff(d, INCIDENT_TASK, incident, (related, unrelated),
+                                         (0.7, 1.0)) == [incident, related]
 
 
 RETENTION_TASK = {"id": "W-6", "title": "Extend the readings retention to two years",
@@ -208,13 +218,9 @@ def test_a_note_on_another_side_of_the_task_is_not_cut(make_daemon, short_home: 
                        "month; the readings ingest pauses for it.", title="Upgrades",
                        scope="project:shop")
     _add_background(d, "table")
-    scores = _scores_without_cutoff(d, RETENTION_TASK)
-    best = scores[first]
-    assert max(scores.values()) == best
-    for other in (disk, elsewhere, same_cluster):
-        assert 0.7 * 0.45 * best <= scores[other] < 0.45 * best, (scores, other)
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
-    assert _selected(d, RETENTION_TASK) == [first, disk]
+    assert _packed_at_the_default_cutoff(d, RETENTION_TASK, first,
+                                         (disk, elsewhere, same_cluster),
+                                         (0.7, 1.0)) == [first, disk]
 
 
 def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_down(
@@ -235,11 +241,6 @@ def test_a_note_naming_four_rare_things_of_the_first_match_is_packed_further_dow
                 "partitions; a flush takes two minutes.",
                 title="Billing batch sizing", scope="project:shop")
     _add_background(d, "lag")
-    scores = _scores_without_cutoff(d, INCIDENT_TASK)
-    best = scores[incident]
-    assert max(scores.values()) == best
     # Both are below the last floor (0.7 of the floor) and above half of the floor.
-    for other in (related, fewer):
-        assert 0.5 * 0.45 * best <= scores[other] < 0.7 * 0.45 * best, (scores, other)
-    d.call("config.set", key="engine.memory_retrieval_min_score_ratio", value=0.45)
-    assert _selected(d, INCIDENT_TASK) == [incident, related]
+    assert _packed_at_the_default_cutoff(d, INCIDENT_TASK, incident, (related, fewer),
+                                         (0.5, 0.7)) == [incident, related]

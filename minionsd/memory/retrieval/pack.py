@@ -225,7 +225,6 @@ class Cutoff:
         self.kept.append(item.record)
 
 
-
 def pack(
     scored: Iterable[Scored], *, top_k: int, max_bytes: int, distinct: bool = False,
     smallest: int = 0, min_score_ratio: float = 0.0, memos: TextMemos | None = None,
