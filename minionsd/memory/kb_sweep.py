@@ -177,9 +177,12 @@ def _kb_sweep(app: App, now: datetime) -> Report:
 
 def _sweep_duplicates(app: App, entries: list[tuple[Path, dict, str, str]], now: datetime,
                       report: Report) -> list[tuple[Path, dict, str, str]]:
-    groups: dict[str, list[tuple[Path, dict, str, str]]] = {}
+    # Copies are the same text for the same readers: an entry for one project and one for
+    # everyone (or another project) are two entries, however alike their bodies.
+    groups: dict[tuple[str, str], list[tuple[Path, dict, str, str]]] = {}
     for entry in entries:
-        groups.setdefault(_normalised_hash(entry[2]), []).append(entry)
+        key = (knowledge.entry_scope(entry[1]), _normalised_hash(entry[2]))
+        groups.setdefault(key, []).append(entry)
     survivors = []
     for group in groups.values():
         # Newest first: the newest copy stays, older identical copies are swept.

@@ -82,6 +82,12 @@ def prepare_entry(home: Home, params: Mapping[str, Any],
     return home.root / rel, text, fields
 
 
+def entry_scope(meta: dict[str, Any]) -> str:
+    """The scope of the record a knowledge file with this front matter feeds."""
+    project = meta.get("project")
+    return f"project:{project}" if isinstance(project, str) and project else "global"
+
+
 def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dict[str, Any]:
     """The record a knowledge file feeds (used by authoring and by the KB sweep)."""
     try:
@@ -92,7 +98,7 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
     title = meta.get("title") if isinstance(meta.get("title"), str) else None
     tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
     return {
-        "type": "semantic", "scope": f"project:{project}" if project else "global",
+        "type": "semantic", "scope": entry_scope(meta),
         "trust": trust,
         # A hand-made file name may hold a token between dashes, where redact() alone does
         # not see one: the name a prompt shows (source, a title from the stem) is redacted

@@ -140,6 +140,30 @@ def test_kb_sweep_imports_edits_and_dedupes(clocked):
     assert "knowledge/conventions/hand-written.md" in report["missing_files"]
 
 
+def test_kb_sweep_keeps_the_same_text_written_for_two_scopes(clocked):
+    """An entry for everyone and an entry for one project with the same body are two entries:
+    sweeping the global one would hide it from every other project's sessions."""
+    d = clocked
+    d.clock.write_text(time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()))
+    body = "Deploys need the VPN on."
+    everyone = d.call("knowledge.create", category="conventions", title="VPN for deploys",
+                      body=body, author="ripley")
+    atlas = d.call("knowledge.create", category="conventions", title="VPN for deploys",
+                   body=body, author="ripley", project="atlas")
+    copy = d.home / "knowledge" / "conventions" / "older-copy.md"
+    copy.write_text((d.home / everyone["path"]).read_text())
+    old = time.time() - 1000
+    os.utime(copy, (old, old))
+    report = d.call("maintenance.run", job="kb_sweep")["report"]
+    # Only the older copy of the global entry goes; each scope keeps its own.
+    assert [s["path"] for s in report["duplicates_swept"]] == \
+        ["knowledge/conventions/older-copy.md"]
+    assert (d.home / everyone["path"]).exists() and (d.home / atlas["path"]).exists()
+    listed = {e["path"] for e in d.call("knowledge.list", project="web")["entries"]}
+    assert everyone["path"] in listed and atlas["path"] not in listed
+    assert d.call("memory.get", id=everyone["record_id"])["status"] == "active"
+
+
 def test_retention_and_archive_bounds(clocked):
     d = clocked
     inbox = d.home / "notes" / "inbox"
