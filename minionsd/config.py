@@ -11,10 +11,11 @@ from __future__ import annotations
 import copy
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 import tomli_w
@@ -39,6 +40,38 @@ class Key:
     doc: str
     minimum: int | float | None = None
     maximum: int | float | None = None
+    # What is wrong with a value of the right type, or None (a format the type cannot say).
+    check: Callable[[Any], str | None] | None = None
+
+
+def split_host_port(value: str) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` -> (host, port); a ValueError says what is wrong."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit():
+        raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:8765")
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"port {int(port)} is out of range (1 to 65535)")
+    return host, int(port)
+
+
+def _listen_problem(value: str) -> str | None:
+    try:
+        split_host_port(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _url_problem(value: str) -> str | None:
+    """Empty, or an http(s) URL with a host and nothing after its path."""
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment:
+        return "must be the http:// or https:// URL clients use, e.g. https://memory.example.com"
+    return None
 
 
 def _int(default: int, doc: str, minimum: int = 0) -> Key:
@@ -100,8 +133,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "gateway": {
         "listen": Key("127.0.0.1:8765", str,
-                      "host:port of `minionsctl serve`; not loopback needs TLS or behind_proxy."),
-        "public_url": Key("", str, "The URL clients use (behind a proxy); empty = from listen."),
+                      "host:port of `minionsctl serve`; not loopback needs TLS or behind_proxy.",
+                      check=_listen_problem),
+        "public_url": Key("", str, "The URL clients use (behind a proxy); empty = from listen.",
+                          check=_url_problem),
         "tls_cert": Key("", str, "PEM certificate; with tls_key the gateway speaks HTTPS."),
         "tls_key": Key("", str, "PEM private key of tls_cert."),
         "behind_proxy": Key(False, bool, "TLS ends at a reverse proxy; trust its X-Forwarded-*."),
@@ -190,6 +225,9 @@ def check_value(dotted: str, value: Any) -> Any:
         raise ConfigError(f"'{dotted}' must be >= {key.minimum}, got {value}", key=dotted)
     if key.maximum is not None and value > key.maximum:
         raise ConfigError(f"'{dotted}' must be <= {key.maximum}, got {value}", key=dotted)
+    problem = key.check(value) if key.check is not None else None
+    if problem is not None:
+        raise ConfigError(f"'{dotted}' {problem}, got {value!r}", key=dotted)
     return value
 
 

@@ -39,8 +39,9 @@ def make_token(daemon: DaemonProcess, name: str, agent: str, scopes: str,
 
 class GatewayProcess:
     def __init__(self, daemon: DaemonProcess, port: int | None = None, *,
-                 scheme: str = "http", ca: str | None = None) -> None:
+                 scheme: str = "http", ca: str | None = None, host: str = "127.0.0.1") -> None:
         self.daemon = daemon
+        self.host = host  # what it listens on; it is always reached on 127.0.0.1
         self.port = port or free_port()
         self.scheme = scheme
         self.ca = ca  # the certificate an https gateway is checked against
@@ -53,7 +54,7 @@ class GatewayProcess:
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "minionsd.cli", "--home", str(self.daemon.home), "serve",
-                "--listen", f"127.0.0.1:{self.port}"]
+                "--listen", f"{self.host}:{self.port}"]
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MINIONS_", "ANTHROPIC_"))}
@@ -134,6 +135,7 @@ def call_rpc(gateway: GatewayProcess, token: str, method: str, **params: Any) ->
 
 
 def gateway_with(daemon: DaemonProcess, scheme: str = "http", ca: str | None = None,
+                 host: str = "127.0.0.1", port: int | None = None,
                  **config: Any) -> GatewayProcess:
     """A second gateway on the same daemon whose settings differ: config.toml is the home's,
     read by a gateway at start, so the keys are set, the gateway started, and the keys put
@@ -142,7 +144,7 @@ def gateway_with(daemon: DaemonProcess, scheme: str = "http", ca: str | None = N
     for key, value in config.items():
         daemon.call("config.set", key=key, value=value)
     try:
-        return GatewayProcess(daemon, scheme=scheme, ca=ca).start()
+        return GatewayProcess(daemon, port, scheme=scheme, ca=ca, host=host).start()
     finally:
         for key, value in before.items():
             daemon.call("config.set", key=key, value=value)

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from minionsd.cli.common import AddParser, Call, CommandError, Formatter
+from minionsd.config import split_host_port
 
 
 def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
@@ -30,7 +31,8 @@ def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
 def gateway_answers(base_url: str, timeout: float = 2.0) -> bool | None:
     """Whether a gateway answers /healthz at `base_url`: True for any HTTP answer, False when
     the connection is refused, None when that cannot be told (a timeout, a TLS problem)."""
-    import urllib.error  # only here: the other commands never make an HTTP request
+    import http.client  # only here: the other commands never make an HTTP request
+    import urllib.error
     import urllib.request
 
     try:
@@ -42,7 +44,7 @@ def gateway_answers(base_url: str, timeout: float = 2.0) -> bool | None:
         return False if isinstance(exc.reason, ConnectionRefusedError) else None
     except ConnectionRefusedError:
         return False
-    except (OSError, ValueError):
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
@@ -53,10 +55,11 @@ def can_open_browser() -> bool:
 
 def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
     if args.listen is not None:
-        _host, colon, port = args.listen.rpartition(":")
-        if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        try:
+            split_host_port(args.listen)
+        except ValueError as exc:
             raise CommandError(f"--listen must be HOST:PORT as given to `minionsctl serve "
-                               f"--listen`, not {args.listen!r}")
+                               f"--listen`, not {args.listen!r}: {exc}") from None
     config = call("config.get", {})["value"]
     link = call("web.link_create", {})
     base = gateway_url(config, args.listen)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from minionsd.config import split_host_port
+
 
 class SettingsError(ValueError):
     """The gateway cannot start with these settings; the message says why."""
@@ -18,13 +20,18 @@ class SettingsError(ValueError):
 
 def split_listen(listen: str) -> tuple[str, int]:
     """`host:port` or `[v6]:port` -> (host, port)."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise SettingsError(f"gateway.listen {listen!r} must be HOST:PORT, e.g. 127.0.0.1:8765")
-    if not 0 < int(port) < 65536:
-        raise SettingsError(f"gateway.listen {listen!r}: port {int(port)} is out of range "
-                            "(1 to 65535)")
-    return host.strip("[]"), int(port)
+    try:
+        return split_host_port(listen)
+    except ValueError as exc:
+        raise SettingsError(f"gateway.listen {listen!r} {exc}") from None
+
+
+def is_wildcard(host: str) -> bool:
+    """0.0.0.0 or ::, every address of the machine (loopback among them)."""
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
 
 
 def is_loopback(host: str) -> bool:
@@ -115,13 +122,18 @@ class GatewaySettings:
                     "cross the network in clear text. Set gateway.tls_cert and gateway.tls_key, "
                     "or gateway.behind_proxy = true when a reverse proxy ends TLS, or listen "
                     "on 127.0.0.1")
+        if is_wildcard(self.host) and not self.public_url and not self.allowed_hosts:
+            return (f"listening on every address ({self.host}:{self.port}), the gateway cannot "
+                    "tell which names clients reach it by, and would refuse them all (421): set "
+                    "gateway.public_url to the URL agents use (e.g. https://memory.example.com:"
+                    f"{self.port}), or list those names in gateway.allowed_hosts")
         return None
 
     def accepted_hosts(self) -> frozenset[str]:
         hosts = {host_only(h) for h in self.allowed_hosts}
         hosts.add(host_only(self.host) if ":" not in self.host else self.host.lower())
-        if is_loopback(self.host):
-            hosts |= {"localhost", "127.0.0.1", "::1"}
+        if is_loopback(self.host) or is_wildcard(self.host):
+            hosts |= {"localhost", "127.0.0.1", "::1"}  # every address includes loopback
         if self.public_url:
             hosts.add(host_only(urlsplit(self.public_url).netloc))
         return frozenset(hosts)
@@ -130,7 +142,7 @@ class GatewaySettings:
         origins = set(self.allowed_origins)
         parts = urlsplit(self.base_url)
         origins.add(f"{parts.scheme}://{parts.netloc}".lower())
-        if is_loopback(self.host) and not self.public_url:
+        if (is_loopback(self.host) and not self.public_url) or is_wildcard(self.host):
             scheme = "https" if self.tls else "http"
             origins |= {f"{scheme}://localhost:{self.port}", f"{scheme}://127.0.0.1:{self.port}",
                         f"{scheme}://[::1]:{self.port}"}

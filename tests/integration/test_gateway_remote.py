@@ -9,9 +9,12 @@ import os
 import re
 import shlex
 import shutil
+import ssl
 import subprocess
 import sys
 import tomllib
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -223,3 +226,52 @@ def test_the_gateway_speaks_https_with_its_own_certificate(env, tmp_path):
         assert done.returncode == 3 and "CERTIFICATE_VERIFY_FAILED" in done.stderr
     finally:
         tls.stop()
+
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
+def test_the_https_gateway_on_every_address_answers_its_public_name_and_loopback(env, tmp_path):
+    """Listening on 0.0.0.0 with its own certificate: without a name to accept, serve refuses
+    to start (every request would be 421); with gateway.public_url, a client using that name
+    and one on the machine itself (127.0.0.1) are both answered, any other name is not."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=memory.example.com",
+         "-addext", "subjectAltName=DNS:memory.example.com,IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)], capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    tls = {"gateway.tls_cert": str(cert), "gateway.tls_key": str(key)}
+    for name, value in tls.items():
+        env.daemon.call("config.set", key=name, value=value)
+    try:
+        refused = subprocess.run(
+            [sys.executable, "-m", "minionsd.cli", "--home", str(env.daemon.home), "serve",
+             "--listen", f"0.0.0.0:{free_port()}"], capture_output=True, text=True, timeout=30,
+            cwd=REPO)
+    finally:
+        for name in tls:
+            env.daemon.call("config.set", key=name, value="")
+    assert refused.returncode == 2, refused.stderr
+    assert "gateway.public_url" in refused.stderr and "421" in refused.stderr
+    port = free_port()
+    gateway = gateway_with(env.daemon, scheme="https", ca=str(cert), host="0.0.0.0", port=port,
+                           **tls, **{"gateway.public_url": f"https://memory.example.com:{port}"})
+    context = ssl.create_default_context(cafile=str(cert))
+
+    def health(host: str) -> int:
+        request = urllib.request.Request(f"https://127.0.0.1:{port}/healthz",
+                                         headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+                return answer.status
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return exc.code
+
+    try:
+        assert health(f"memory.example.com:{port}") == 200
+        assert health(f"127.0.0.1:{port}") == 200
+        assert health(f"evil.example:{port}") == 421
+    finally:
+        gateway.stop()

@@ -77,6 +77,33 @@ def test_ratio_keys_take_numbers_from_0_to_1():
         config.check_value(key, 2)
 
 
+@pytest.mark.parametrize(("key", "value", "said"), [
+    ("gateway.listen", "bad", "must be HOST:PORT"),
+    ("gateway.listen", "127.0.0.1:0", "port 0 is out of range"),
+    ("gateway.listen", ":8765", "must be HOST:PORT"),
+    ("gateway.listen", "[]:8765", "must be HOST:PORT"),
+    ("gateway.public_url", "memory.example.com", "http:// or https:// URL"),
+    ("gateway.public_url", "ftp://memory.example.com", "http:// or https:// URL"),
+    ("gateway.public_url", "https://", "http:// or https:// URL"),
+    ("gateway.public_url", "https://memory.example.com/?a=1", "http:// or https:// URL"),
+])
+def test_gateway_addresses_are_checked_when_set(key, value, said):
+    with pytest.raises(ConfigError) as err:
+        config.check_value(key, value)
+    assert key in err.value.detail and said in err.value.detail and repr(value) in \
+        err.value.detail
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("gateway.listen", "0.0.0.0:8799"), ("gateway.listen", "[::1]:8765"),
+    ("gateway.listen", "memory.example.com:443"), ("gateway.public_url", ""),
+    ("gateway.public_url", "https://memory.example.com"),
+    ("gateway.public_url", "http://10.0.0.5:8765/minions/"),
+])
+def test_gateway_addresses_the_gateway_takes_are_accepted(key, value):
+    assert config.check_value(key, value) == value
+
+
 def test_agents_table(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[agents.dallas]\nname = "Dallas"\n[agents.temp-1]\ntemporary = true\n')

@@ -179,12 +179,28 @@ def test_start_up_refusals(tmp_path):
     assert _settings().refusal() is None
     assert "without TLS" in _settings(host="0.0.0.0").refusal()
     assert "without TLS" in _settings(host="10.1.2.3").refusal()
-    assert _settings(host="0.0.0.0", behind_proxy=True).refusal() is None
+    named = {"public_url": "https://mem.example.com"}
+    assert _settings(host="0.0.0.0", behind_proxy=True, **named).refusal() is None
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
     cert.write_text("x")
     key.write_text("x")
-    assert _settings(host="0.0.0.0", tls_cert=str(cert), tls_key=str(key)).refusal() is None
+    tls = {"tls_cert": str(cert), "tls_key": str(key)}
+    assert _settings(host="0.0.0.0", **tls, **named).refusal() is None
+    assert _settings(host="::", **tls, allowed_hosts=("mem.internal",)).refusal() is None
+    assert _settings(host="10.1.2.3", **tls).refusal() is None  # its own address is its name
+    # Every address and no name: every request would be refused (421).
+    for host in ("0.0.0.0", "::"):
+        for extra in ({"behind_proxy": True}, tls):
+            problem = _settings(host=host, **extra).refusal()
+            assert "gateway.public_url" in problem and "gateway.allowed_hosts" in problem
     assert "together" in _settings(tls_cert=str(cert)).refusal()
+
+
+def test_every_address_takes_loopback_names_too():
+    s = _settings(host="0.0.0.0", port=8799, public_url="https://mem.example.com:8799")
+    assert {"127.0.0.1", "localhost", "::1", "mem.example.com"} <= s.accepted_hosts()
+    assert {"https://mem.example.com:8799", "http://127.0.0.1:8799"} <= s.accepted_origins()
+    assert "evil.example" not in s.accepted_hosts()
 
 
 def test_hosts_and_origins():
