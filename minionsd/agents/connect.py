@@ -160,6 +160,31 @@ def _hooks_merge(commands: dict[str, str], where: Path) -> Callable[[dict[str, A
     return merge
 
 
+def read_only_rules() -> list[str]:
+    """Claude Code permission rules for the memory tools that only read (readOnlyHint): a
+    session, headless ones too, may call them without asking; tools that write still ask."""
+    from minionsd.agents.tools import TOOLS  # only for claude-code's settings
+
+    return [f"mcp__{SERVER}__{t.name}" for t in TOOLS if t.annotations["readOnlyHint"]]
+
+
+def _allow_merge(rules: list[str], where: Path) -> Callable[[dict[str, Any]], None]:
+    def merge(data: dict[str, Any]) -> None:
+        allow = _object_at(data, "permissions", where).setdefault("allow", [])
+        if not isinstance(allow, list):
+            raise ConnectError(f"{where}: 'permissions.allow' is not a list; nothing was "
+                               "written")
+        allow.extend(rule for rule in rules if rule not in allow)
+    return merge
+
+
+def _both(*merges: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def merge(data: dict[str, Any]) -> None:
+        for one in merges:
+            one(data)
+    return merge
+
+
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
@@ -251,18 +276,21 @@ def plan(target: str, scope: str, invocation: list[str], agent_args: list[str],
         entry = server if remote is not None else {"type": "stdio"} | server
         commands = {event: shlex.join([*invocation, "hook", "claude-code", word, *agent_args])
                     for event, word in HOOK_EVENTS.items()}
+        rules = read_only_rules()
         hooks_fragment = {"hooks": {event: [({"matcher": SESSION_START_MATCHER}
                                              if event == "SessionStart" else {})
                                             | {"hooks": [{"type": "command", "command": c,
                                                           "timeout": HOOK_TIMEOUT_S}]}]
-                                    for event, c in commands.items()}}
+                                    for event, c in commands.items()},
+                          "permissions": {"allow": rules}}
         return [
             (Change(mcp_path, f"mcpServers.{SERVER}",
                     json.dumps({"mcpServers": {SERVER: entry}}, indent=2)),
              lambda c: _merge_json(c, _server_merge(entry, c.path))),
-            (Change(settings, "hooks.SessionStart, hooks.UserPromptSubmit",
+            (Change(settings, "hooks.SessionStart, hooks.UserPromptSubmit, permissions.allow",
                     json.dumps(hooks_fragment, indent=2)),
-             lambda c: _merge_json(c, _hooks_merge(commands, c.path))),
+             lambda c: _merge_json(c, _both(_hooks_merge(commands, c.path),
+                                            _allow_merge(rules, c.path)))),
         ]
     if target == "codex":
         codex_home = Path(os.environ["CODEX_HOME"]) if os.environ.get("CODEX_HOME") else (

@@ -131,8 +131,8 @@ def test_claude_code_headless_session(clis, memory, tmp_path):
         env |= {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-fake",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
-        done = subprocess.run([str(clis / "claude"), "-p", PROMPT, "--allowedTools",
-                               "mcp__minions", "--output-format", "json"],
+        done = subprocess.run([str(clis / "claude"), "-p", PROMPT,
+                               "--output-format", "json"],
                               capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
                               env=env, cwd=project, stdin=subprocess.DEVNULL)
         requests = fake.requests

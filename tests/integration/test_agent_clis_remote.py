@@ -73,8 +73,8 @@ def test_claude_code_through_the_gateway(clis, memory, remote, tmp_path):  # noq
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
                 "MCP_CONNECTION_NONBLOCKING": "0"}
-        done = subprocess.run([str(clis / "claude"), "-p", PROMPT, "--allowedTools",
-                               "mcp__minions", "--output-format", "json"],
+        done = subprocess.run([str(clis / "claude"), "-p", PROMPT,
+                               "--output-format", "json"],
                               capture_output=True, text=True, timeout=SESSION_TIMEOUT_S,
                               env=env, cwd=project, stdin=subprocess.DEVNULL)
         requests = fake.requests

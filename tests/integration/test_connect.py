@@ -85,7 +85,8 @@ def test_claude_code_user_scope_merges_keeps_a_backup_and_is_idempotent(tmp_path
     minions_home = tmp_path / "minions home"
     out = ok(connect("--home", str(minions_home), "connect", "claude-code", home=tmp_path))
     assert f"updated {claude_json}: mcpServers.minions (backup: " in out
-    assert f"updated {settings}: hooks.SessionStart, hooks.UserPromptSubmit (backup: " in out
+    assert f"updated {settings}: hooks.SessionStart, hooks.UserPromptSubmit, " \
+        "permissions.allow (backup: " in out
     assert [b.read_bytes() for b in backups(claude_json)] == [original_json]
     assert [b.read_bytes() for b in backups(settings)] == [original_settings]
 
@@ -98,7 +99,14 @@ def test_claude_code_user_scope_merges_keeps_a_backup_and_is_idempotent(tmp_path
     assert entry["args"][-5:] == ["--home", str(minions_home), "mcp", "--agent", "claude-code"]
 
     hooks = json.loads(settings.read_text())
-    assert hooks["permissions"] == CLAUDE_SETTINGS["permissions"]
+    # The user's rules stay; the memory tools that only read are allowed, the ones that
+    # write still ask (a headless session is refused them unless --allowedTools names them).
+    read_only = [f"mcp__minions__{t}" for t in ("memory_context", "memory_search",
+                                                 "memory_get", "knowledge_list",
+                                                 "knowledge_get")]
+    assert hooks["permissions"] == {"allow": CLAUDE_SETTINGS["permissions"]["allow"]
+                                    + read_only,
+                                    "deny": CLAUDE_SETTINGS["permissions"]["deny"]}
     assert hooks["hooks"]["PreToolUse"] == CLAUDE_SETTINGS["hooks"]["PreToolUse"]
     prompt_groups = hooks["hooks"]["UserPromptSubmit"]
     assert prompt_groups[0] == CLAUDE_SETTINGS["hooks"]["UserPromptSubmit"][0]
@@ -116,6 +124,8 @@ def test_claude_code_user_scope_merges_keeps_a_backup_and_is_idempotent(tmp_path
 
     moved = tmp_path / "other-home"
     ok(connect("--home", str(moved), "connect", "claude-code", home=tmp_path))
+    assert json.loads(settings.read_text())["permissions"]["allow"].count(
+        "mcp__minions__memory_context") == 1
     hooks = json.loads(settings.read_text())["hooks"]
     assert len(hooks["UserPromptSubmit"]) == 2 and len(hooks["SessionStart"]) == 1
     assert str(moved) in hooks["UserPromptSubmit"][1]["hooks"][0]["command"]
@@ -291,3 +301,12 @@ def test_project_scope_files_can_be_committed_and_work_for_a_teammate(tmp_path, 
     refused = connect("--socket", str(daemon.socket), "connect", "cursor", "--scope",
                       "project", home=tmp_path, cwd=project)
     assert refused.returncode == 1 and "drop --socket" in refused.stderr
+
+
+def test_a_permissions_allow_that_is_not_a_list_stops_claude_code_connect(tmp_path):
+    settings = tmp_path / ".claude" / "settings.json"
+    original = write_json(settings, {"permissions": {"allow": "mcp__minions"}})
+    done = connect("--home", str(tmp_path / "h"), "connect", "claude-code", home=tmp_path)
+    assert done.returncode == 1 and "'permissions.allow' is not a list" in done.stderr
+    assert settings.read_bytes() == original and not backups(settings)
+    assert not (tmp_path / ".claude.json").exists()  # nothing was written, anywhere
