@@ -57,7 +57,7 @@ def report(as_json: bool, text: str, code: Any, message: str, detail: str | None
 
 # Commands that work on this machine only: never through a gateway.
 LOCAL_ONLY = frozenset({"init", "restore", "service install", "token create", "token list",
-                        "token revoke"})
+                        "token revoke", "web"})
 
 
 def make_client(args: Any, name: str, timeout: float) -> Any:

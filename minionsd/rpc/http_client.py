@@ -116,6 +116,9 @@ class HttpClient:
         reason = ""
         if isinstance(decoded, dict) and isinstance(decoded.get("error"), dict):
             reason = str(decoded["error"].get("reason") or "")
+        if status == 401 and not self.token:
+            detail = (f"{detail or 'no bearer token'}: no token was sent; put the gateway "
+                      "token in $MINIONS_TOKEN, or name its variable with --token-env VAR")
         if status == 429 and headers.get("retry-after"):
             detail = f"{detail} (retry after {headers['retry-after']} s)".strip()
         raise GatewayRefused(status, reason or f"http_{status}",

@@ -93,6 +93,14 @@ def test_remote_exit_codes(env):
     assert unset.returncode == 2 and "GW_TOKEN" in unset.stderr
     local_only = ctl(*remote, "token", "list", GW_TOKEN=env.read)
     assert local_only.returncode == 2 and "daemon's machine only" in local_only.stderr
+    # The web view's sign-in link is made with the daemon's own admin token, on its machine.
+    local_only = ctl(*remote, "web", "--no-open", GW_TOKEN=env.read)
+    assert local_only.returncode == 2 and "`web` works on the daemon's machine only" in \
+        local_only.stderr
+    # No token at all: the refusal says where one goes.
+    no_token = ctl("--url", env.gateway.url, "status")
+    assert no_token.returncode == 1 and "401" in no_token.stderr
+    assert "MINIONS_TOKEN" in no_token.stderr and "--token-env" in no_token.stderr
     wrote = ctl(*remote, "--json", "note", "Remote note.", "--author", "root",
                 GW_TOKEN=env.write)
     assert wrote.returncode == 0
