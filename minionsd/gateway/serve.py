@@ -72,8 +72,9 @@ def check_tokens(socket: Path) -> str | None:
     with Client(socket, timeout=10.0) as client:
         usable = client.call("token.count")["usable"]
     if usable < 1:
-        return ("no usable token exists yet: create one first with `minionsctl token create "
-                "NAME --agent ID --scope read` (the gateway would refuse everyone)")
+        return ("no usable token exists yet, so the gateway would refuse everyone: create "
+                "one first with `minionsctl token create NAME --agent ID --scope read` for an "
+                "agent, or run `minionsctl web` for the web view's own")
     return None
 
 

@@ -371,6 +371,7 @@ def test_serve_refuses_to_start_without_tls_off_loopback_or_without_tokens(env, 
     try:
         proc = serve(short_home, "127.0.0.1:1")
         assert proc.returncode == 2 and "no usable token" in proc.stderr
+        assert "minionsctl token create" in proc.stderr and "minionsctl web" in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
     finally:
         fresh.kill()
