@@ -10,7 +10,9 @@ invisible to the session. A daemon that is down or hung answers as an MCP tool e
 the socket and what to do; the server stays up.
 
 It ends when stdin closes (after answering the calls under way) or on SIGINT / SIGTERM (at
-once). Anything that is not a JSON-RPC line is answered with a parse error and skipped.
+once). A line that is not JSON is answered with a parse error (-32700), one that is not a
+JSON-RPC 2.0 message (an id or a method of the wrong type, an empty batch) with -32600 and id
+null, and the server keeps serving.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ import threading
 import time
 from typing import Any, BinaryIO, Protocol
 
-from minionsd.agents.protocol import PARSE_ERROR, SLOW_METHODS, Connection, error_reply
+from minionsd.agents.protocol import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    SLOW_METHODS,
+    Connection,
+    envelope_error,
+    error_reply,
+    valid_id,
+)
 from minionsd.agents.session import Session
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -55,26 +66,55 @@ class StdioServer:
             except (BrokenPipeError, ValueError, OSError):
                 pass  # the client is gone; the read loop ends on EOF
 
+    def _reply_to(self, message: Any) -> dict[str, Any] | None:
+        """The connection's reply, with a last-resort guard: a defect answers -32603 (or
+        nothing, for a notification), so no request goes unanswered and no thread dies."""
+        try:
+            return self.connection.handle(message)
+        except Exception as exc:
+            if not isinstance(message, dict) or "id" not in message:
+                return None
+            request_id = message["id"] if valid_id(message["id"]) else None
+            return error_reply(request_id, INTERNAL_ERROR, f"{message.get('method')} failed "
+                               f"inside minionsd's MCP server: {type(exc).__name__}")
+
     def _answer(self, message: Any) -> None:
-        reply = self.connection.handle(message)
+        reply = self._reply_to(message)
         if reply is not None and reply.get("id") not in self._cancelled:
             self.send(reply)
 
     def _dispatch(self, message: Any) -> None:
-        self.connection.claim_era(message)
-        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
-            params = message.get("params")
-            if isinstance(params, dict) and "requestId" in params:
-                self._cancelled.add(params["requestId"])
+        if envelope_error(message) is not None or not isinstance(message.get("method"), str):
+            self._answer(message)  # -32600 for a malformed message; nothing for a reply
             return
-        if isinstance(message, dict) and message.get("method") in SLOW_METHODS \
-                and "id" in message:
+        self.connection.claim_era(message)
+        method = message["method"]
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if request_id is not None and valid_id(request_id):
+                self._cancelled.add(request_id)
+            return
+        if method in SLOW_METHODS and "id" in message:
             worker = threading.Thread(target=self._answer, args=(message,), daemon=True,
-                                      name=f"mcp-call-{message.get('id')}")
+                                      name="mcp-call")
             self._workers = [w for w in self._workers if w.is_alive()] + [worker]
-            worker.start()
+            try:
+                worker.start()
+            except RuntimeError:  # no thread to be had: answer it here, later than the rest
+                self._workers.pop()
+                self._answer(message)
             return
         self._answer(message)
+
+    def _batch(self, messages: list[Any]) -> None:
+        """A batch (2025-03-26): answered in one line, in order; an empty one is -32600."""
+        if not messages:
+            self.send(error_reply(None, INVALID_REQUEST, "an empty batch is not a request"))
+            return
+        replies = [r for r in map(self._reply_to, messages) if r is not None]
+        if replies:
+            self.send(replies)
 
     def serve(self) -> None:
         while True:
@@ -89,21 +129,32 @@ class StdioServer:
                     line = self.stdin.readline(MAX_LINE_BYTES)
                 continue
             try:
-                message = json.loads(line)
+                message = json.loads(line, parse_constant=_not_json)
             except (ValueError, UnicodeDecodeError) as exc:
                 self.send(error_reply(None, PARSE_ERROR, f"Parse error: {exc}"))
                 continue
-            if isinstance(message, list):  # a batch (2025-03-26): answered in one line
-                replies = [r for r in map(self.connection.handle, message) if r is not None]
-                if replies:
-                    self.send(replies)
+            except RecursionError:
+                self.send(error_reply(None, PARSE_ERROR, "Parse error: nested too deeply"))
                 continue
-            self._dispatch(message)
+            try:
+                if isinstance(message, list):
+                    self._batch(message)
+                else:
+                    self._dispatch(message)
+            except Exception as exc:  # the loop itself must outlive any one line
+                self.send(error_reply(None, INTERNAL_ERROR, "the message could not be handled "
+                                      f"inside minionsd's MCP server: {type(exc).__name__}"))
         deadline = time.monotonic() + DRAIN_S
         for worker in self._workers:
             # Short waits: a signal's handler runs between them, never 35 s late.
             while worker.is_alive() and time.monotonic() < deadline:
                 worker.join(0.2)
+
+
+def _not_json(token: str) -> Any:
+    """Python's json reads NaN and Infinity, which JSON has not (an id echoed back as one would
+    make a reply no strict parser reads): a parse error instead."""
+    raise ValueError(f"{token} is not a JSON value")
 
 
 class SignalSafeLines:

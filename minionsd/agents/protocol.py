@@ -17,6 +17,7 @@ the stdio loop (mcp_server.py) reads and writes the lines.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,37 @@ def error_reply(request_id: Any, code: int, message: str, data: Any = None) -> d
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def valid_id(value: Any) -> bool:
+    """Whether `value` can be a JSON-RPC id: a string, a finite number (not a boolean: JSON's
+    `true` is an int to Python) or null. Only such an id is ever echoed back."""
+    if value is None or isinstance(value, str):
+        return True
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def envelope_error(message: Any) -> dict[str, Any] | None:
+    """The -32600 reply to a message that is not a JSON-RPC 2.0 request, notification or reply
+    (id null unless the message has a usable one); None for one that is."""
+    if not isinstance(message, dict):
+        return error_reply(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message: a request is "
+                           "a JSON object")
+    request_id = message.get("id")
+    usable = request_id if valid_id(request_id) else None
+    if message.get("jsonrpc") != "2.0":
+        return error_reply(usable, INVALID_REQUEST, "not a JSON-RPC 2.0 message: 'jsonrpc' "
+                           "must be \"2.0\"")
+    method = message.get("method")
+    if not isinstance(method, str) and ("result" in message or "error" in message):
+        return None  # an answer to a request this server never sends: ignored
+    if not valid_id(request_id):
+        return error_reply(None, INVALID_REQUEST, "'id' must be a string, a number or null")
+    if not isinstance(method, str):
+        return error_reply(usable, INVALID_REQUEST, "a request needs a method (a string)")
+    return None
 
 
 def tool_definitions() -> list[dict[str, Any]]:
@@ -111,14 +143,10 @@ class Connection:
 
     def handle(self, message: Any) -> dict[str, Any] | None:
         """The reply to one decoded JSON-RPC message; None for a notification or a reply."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            return error_reply(message.get("id") if isinstance(message, dict) else None,
-                               INVALID_REQUEST, "not a JSON-RPC 2.0 message")
-        method = message.get("method")
-        if not isinstance(method, str):
-            if "result" in message or "error" in message:
-                return None  # an answer to a request we never send
-            return error_reply(message.get("id"), INVALID_REQUEST, "a request needs a method")
+        problem = envelope_error(message)
+        if problem is not None or not isinstance(message.get("method"), str):
+            return problem  # None: a reply to nothing, ignored
+        method = message["method"]
         params = message.get("params")
         if params is not None and not isinstance(params, dict):
             return (None if "id" not in message else
@@ -241,4 +269,7 @@ class Connection:
             raise ProtocolError(INVALID_PARAMS, str(exc), {"uri": uri}) from None
         except ToolFailure as exc:
             raise ProtocolError(INTERNAL_ERROR, exc.text, {"uri": uri}) from None
+        except Exception as exc:  # a defect here must still answer the read
+            raise ProtocolError(INTERNAL_ERROR, "resources/read failed inside minionsd's MCP "
+                                f"server: {type(exc).__name__}", {"uri": uri}) from None
         return {"contents": [{"uri": uri, "mimeType": resources.MARKDOWN, "text": text}]}

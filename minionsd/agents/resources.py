@@ -68,7 +68,8 @@ def read(session: Session, uri: str) -> str:
         try:
             entry = session.call("knowledge.get", {"path": path})
         except ToolFailure as exc:
-            if exc.data.get("error", {}).get("code") == -32001:
+            # -32001: no such entry; -32602: a path the daemon refuses (`..`, absolute...)
+            if exc.data.get("error", {}).get("code") in (-32001, -32602):
                 raise ResourceNotFound(exc.text) from None
             raise
         return knowledge_text(entry)

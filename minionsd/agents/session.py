@@ -16,17 +16,40 @@ inside the gateway itself (on behalf of a token). `Session.call` stays the one i
 from __future__ import annotations
 
 import os
+import re
 import socket as socketlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from minionsd.rpc.client import Client, DaemonUnavailable, RpcError, socket_for_home
+from minionsd.rpc.client import (
+    Client,
+    DaemonUnavailable,
+    GatewayRefused,
+    RpcError,
+    socket_for_home,
+)
 from minionsd.text.fence_name import FENCE_NAME
 
 CALL_TIMEOUT_S = 30.0
-# method, params -> result; raises RpcError, DaemonUnavailable, TimeoutError or OSError.
+# method, params -> result; raises RpcError, DaemonUnavailable, TimeoutError, OSError or
+# GatewayRefused.
 Transport = Callable[[str, dict[str, Any]], Any]
+# Anything that looks like (part of) a gateway token, wherever an error text came from: such
+# text reaches the model and the hook's stderr, and a token never may (SPEC §5.2).
+_TOKEN_LIKE = re.compile(r"mnt_[^\s\"'<>()]*")
+# What to do about each refusal a gateway gives, for the model (and its human) to act on.
+_REFUSAL_ADVICE = {
+    401: "The gateway token this session uses is not accepted (unknown, revoked, expired or "
+         "mistyped): the memory tools fail until a valid one is set; tell the user.",
+    403: "The gateway does not allow this request from here; tell the user.",
+    429: "Too many requests for this token: wait and try again.",
+}
+
+
+def without_tokens(text: str) -> str:
+    """`text` with every token-like word replaced, for messages made from exceptions."""
+    return _TOKEN_LIKE.sub("mnt_[token hidden]", text)
 
 
 class ToolFailure(Exception):
@@ -68,6 +91,7 @@ class Session(NamedTuple):
                 "again.")
 
     def unreachable(self, reason: str) -> ToolFailure:
+        reason = without_tokens(reason)
         if self.endpoint is not None:
             text = (f"minionsd is not reachable through {self.endpoint} ({reason}). Check "
                     "that the gateway (`minionsctl serve`) and the daemon behind it run.")
@@ -77,6 +101,23 @@ class Session(NamedTuple):
                 + self.start_hint())
         return ToolFailure(text, {"error": {"kind": "daemon_unreachable",
                                             "socket": str(self.socket), "detail": reason}})
+
+    def refused(self, method: str, exc: GatewayRefused) -> ToolFailure:
+        """A gateway's HTTP refusal (401 bad token, 403, 429 over the rate...): its status,
+        its reason and detail (with Retry-After for a 429), and what to do."""
+        where = self.endpoint or "the gateway"
+        detail = without_tokens(exc.detail)
+        advice = _REFUSAL_ADVICE.get(exc.status, "")
+        if exc.status == 429 and exc.retry_after:
+            advice = f"Too many requests for this token: wait {exc.retry_after} s and try again."
+        text = (f"the gateway at {where} refused {method}: HTTP {exc.status} ({exc.reason}): "
+                f"{detail}. {advice}").rstrip()
+        extra: dict[str, Any] = {"status": exc.status, "reason": exc.reason}
+        if exc.retry_after:
+            extra["retry_after"] = exc.retry_after
+        return ToolFailure(text, {"error": {"kind": "gateway_refused", "method": method,
+                                            "message": exc.reason, "url": self.endpoint,
+                                            "data": extra}})
 
     def hung(self, method: str) -> ToolFailure:
         if self.endpoint is not None:
@@ -105,7 +146,7 @@ class Session(NamedTuple):
             return f"minionsd is not running: there is no socket at {self.socket}."
         except ConnectionRefusedError:
             return f"minionsd is not running: nothing listens on {self.socket}."
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             return None  # the listen queue is full: it is there, but busy
         except OSError as exc:
             return f"minionsd cannot be reached on {self.socket}: {exc.strerror or exc}."
@@ -143,11 +184,14 @@ class Session(NamedTuple):
                               {"error": {"kind": "daemon_error", "method": method,
                                          "code": exc.code, "message": exc.message,
                                          "data": exc.data}}) from None
+        except GatewayRefused as exc:
+            raise self.refused(method, exc) from None
         except TimeoutError:
             raise self.hung(method) from None
         except (ConnectionError, OSError, ValueError) as exc:
-            # ValueError: a reply that is not JSON, i.e. something else owns the socket.
-            raise self.unreachable(f"{type(exc).__name__}: {exc}") from None
+            # ValueError: a reply that is not JSON, i.e. something else owns the socket (or,
+            # through a gateway, a request that could not be sent).
+            raise self.unreachable(without_tokens(f"{type(exc).__name__}: {exc}")) from None
 
 
 def extract_section(prompt_text: str, source: str) -> str | None:

@@ -20,6 +20,8 @@ from minionsd.rpc.client import socket_for_home
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
+TOKEN_LENGTH = 47  # mnt_ and 43 URL-safe base64 characters (minionsd.memory.tokens)
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 Call = Callable[..., Any]
 Formatter = Callable[[Any], str]
@@ -57,12 +59,33 @@ def remote_of(args: argparse.Namespace) -> tuple[str, str | None] | None:
     warn_if_clear_text(url)
     var = getattr(args, "token_env", None)
     if var:
-        token = os.environ.get(var)
+        token = (os.environ.get(var) or "").strip()
         if not token:
             raise UsageError(f"--token-env {var}: the environment variable {var} is not set "
                              "(or empty); put the gateway token there")
-        return url, token
-    return url, os.environ.get("MINIONS_TOKEN") or None
+        return url, checked_token(token, f"--token-env {var}: ${var}")
+    token = (os.environ.get("MINIONS_TOKEN") or "").strip()
+    return url, checked_token(token, "$MINIONS_TOKEN") if token else None
+
+
+def checked_token(token: str, where: str) -> str:
+    """`token` (surrounding whitespace already stripped: a secret file's trailing newline) when
+    it has a gateway token's shape, `mnt_` and 43 URL-safe characters; else a UsageError that
+    says what is wrong with it without showing it (a token never appears in an error)."""
+    if len(token) == TOKEN_LENGTH and token.startswith("mnt_") and all(
+            ch in _TOKEN_CHARS for ch in token[4:]):
+        return token
+    if not token.startswith("mnt_"):
+        problem = "it does not start with mnt_"
+    elif any(ch.isspace() or not ch.isprintable() for ch in token):
+        problem = "it holds a space, a line break or a control character"
+    elif len(token) != TOKEN_LENGTH:
+        problem = f"it has {len(token)} characters, not {TOKEN_LENGTH}"
+    else:
+        problem = "it holds characters other than letters, digits, '-' and '_'"
+    raise UsageError(f"{where} does not hold a minionsd gateway token ({problem}; a token is "
+                     f"mnt_ and 43 letters, digits, '-' or '_', as `minionsctl token create` "
+                     "prints it); the value is not shown")
 
 
 def warn_if_clear_text(url: str) -> None:

@@ -65,7 +65,8 @@ def judge(message: Any, identity: Identity) -> tuple[dict[str, Any] | None, dict
     problem = _envelope_problem(message)
     if problem is not None:
         request_id = message.get("id") if isinstance(message, dict) else None
-        return None, _error(request_id if isinstance(request_id, str | int) else None,
+        usable = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+        return None, _error(request_id if usable else None,
                             -32600, "Invalid Request", problem), {}
     if not known(message["method"]):  # whatever the token's scopes: nothing to refuse
         if "id" not in message:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +39,16 @@ class DaemonUnavailable(ConnectionError):
 
 class GatewayRefused(Exception):
     """An HTTP gateway (minionsd.rpc.http_client) refused the request: a bad token (401),
-    too many requests (429)...; `status` and `reason` say which."""
+    too many requests (429)...; `status` and `reason` say which, `retry_after` (seconds, from
+    the Retry-After header) when to try again, if the gateway said."""
 
-    def __init__(self, status: int, reason: str, detail: str) -> None:
+    def __init__(self, status: int, reason: str, detail: str,
+                 retry_after: str | None = None) -> None:
         super().__init__(f"the gateway refused the request (HTTP {status}): {detail}")
         self.status = status
         self.reason = reason
         self.detail = detail
+        self.retry_after = retry_after
 
 
 def _pid_alive(pid: int) -> bool:
@@ -122,15 +127,38 @@ class Client:
 
     def connect(self) -> Client:
         if self._sock is None:
+            self._sock = self._open()
+        return self
+
+    def _open(self) -> socket.socket:
+        """A connected socket. With a timeout set, a Unix socket's connect does not wait for
+        room in the daemon's queue of new connections: when a burst of clients has filled it,
+        the connect fails at once (EAGAIN). The daemon is there, so that is retried, with
+        short pauses, until the timeout; then it is a TimeoutError (busy), never "not
+        running"."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self.timeout)
             try:
+                sock.settimeout(self.timeout)
                 sock.connect(str(self.socket_path))
+                return sock
             except (FileNotFoundError, ConnectionRefusedError) as exc:
                 sock.close()
                 raise DaemonUnavailable(f"no minionsd listening on {self.socket_path}") from exc
-            self._sock = sock
-        return self
+            except BlockingIOError:
+                sock.close()
+            except BaseException:
+                sock.close()
+                raise
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"minionsd on {self.socket_path} did not take the "
+                                   f"connection within {self.timeout:g} s: its queue of new "
+                                   "connections stayed full (it runs, but is busy)")
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
 
     def close(self) -> None:
         self._buffer = b""  # what was read belongs to this connection only

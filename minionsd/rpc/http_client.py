@@ -33,8 +33,19 @@ def endpoint_url(base: str, path: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{trimmed}{path}"
 
 
+def _header_safe(token: str) -> bool:
+    """Whether `token` can go into an Authorization header as it is: visible ASCII only (a
+    space, a control character or a newline would break the header, and http.client's error
+    about it quotes the whole header, token included)."""
+    return bool(token) and all("!" <= ch <= "~" for ch in token)
+
+
 class HttpClient:
     def __init__(self, url: str, token: str | None, timeout: float = 60.0) -> None:
+        if token is not None and not _header_safe(token):
+            raise ValueError("the gateway token holds a space, a line break or another "
+                             "character a token never has (not shown here); set it again "
+                             "without them")
         self.url = endpoint_url(url, "/rpc")
         self.where = self.url
         self.token = token
@@ -81,6 +92,13 @@ class HttpClient:
             self.close()
             raise TimeoutError(f"no answer from the gateway at {self.url} within "
                                f"{self.timeout:g} s") from None
+        except ValueError as exc:
+            # http.client refusing a header or the request line: its message quotes the
+            # header, so it is never passed on.
+            self.close()
+            raise ValueError(f"the request to {self.url} could not be sent: "
+                             f"{type(exc).__name__} in its request line or headers (the "
+                             "Authorization header is not shown)") from None
         except (ConnectionRefusedError, FileNotFoundError, OSError,
                 http.client.HTTPException) as exc:
             self.close()
@@ -122,6 +140,7 @@ class HttpClient:
         if status == 429 and headers.get("retry-after"):
             detail = f"{detail} (retry after {headers['retry-after']} s)".strip()
         raise GatewayRefused(status, reason or f"http_{status}",
-                             detail or f"unexpected answer from {self.url}")
+                             detail or f"unexpected answer from {self.url}",
+                             headers.get("retry-after") if status == 429 else None)
 
 __all__ = ["GatewayRefused", "HttpClient", "endpoint_url"]

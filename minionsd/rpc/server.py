@@ -27,6 +27,9 @@ from minionsd.rpc.protocol import (
 log = structlog.get_logger()
 SUN_PATH_MAX = 107
 MAX_OVERLAP = 2  # lines of one connection handled at once (bulk batches only)
+# Connections waiting to be accepted: a fleet of agents' hooks and tool calls can arrive at
+# once (the kernel caps it at net.core.somaxconn).
+LISTEN_BACKLOG = max(socket.SOMAXCONN, 1024)
 
 
 def _ready(value: bytes | None) -> asyncio.Future[bytes | None]:
@@ -73,7 +76,7 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(LISTEN_BACKLOG)
     return sock
 
 
@@ -91,8 +94,10 @@ class RpcServer:
         self._inode = os.stat(self.path).st_ino
         # Leave room above the cap so an oversized line is detected by length, not by a
         # reader exception that would leave the buffer in an unknown state.
+        # The backlog again: asyncio listens once more on a socket it is given (100 unless
+        # told otherwise).
         self._server = await asyncio.start_unix_server(
-            self._serve, sock=sock, limit=self.max_request_bytes + 2
+            self._serve, sock=sock, limit=self.max_request_bytes + 2, backlog=LISTEN_BACKLOG
         )
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
