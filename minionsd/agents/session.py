@@ -49,7 +49,7 @@ _REFUSAL_ADVICE = {
 
 def without_tokens(text: str) -> str:
     """`text` with every token-like word replaced, for messages made from exceptions."""
-    return _TOKEN_LIKE.sub("mnt_[token hidden]", text)
+    return _TOKEN_LIKE.sub("[token hidden]", text)
 
 
 class ToolFailure(Exception):
@@ -106,11 +106,11 @@ class Session(NamedTuple):
         """A gateway's HTTP refusal (401 bad token, 403, 429 over the rate...): its status,
         its reason and detail (with Retry-After for a 429), and what to do."""
         where = self.endpoint or "the gateway"
-        detail = without_tokens(exc.detail)
+        detail = without_tokens(exc.detail).rstrip(". ")
         advice = _REFUSAL_ADVICE.get(exc.status, "")
         if exc.status == 429 and exc.retry_after:
             advice = f"Too many requests for this token: wait {exc.retry_after} s and try again."
-        text = (f"the gateway at {where} refused {method}: HTTP {exc.status} ({exc.reason}): "
+        text = (f"The gateway at {where} refused {method}: HTTP {exc.status} ({exc.reason}): "
                 f"{detail}. {advice}").rstrip()
         extra: dict[str, Any] = {"status": exc.status, "reason": exc.reason}
         if exc.retry_after:
