@@ -92,18 +92,18 @@ class HttpClient:
             self.close()
             raise TimeoutError(f"no answer from the gateway at {self.url} within "
                                f"{self.timeout:g} s") from None
-        except ValueError as exc:
+        except (ConnectionRefusedError, FileNotFoundError, OSError,
+                http.client.HTTPException) as exc:
+            self.close()
+            raise DaemonUnavailable(f"the gateway at {self.url} is not reachable: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+        except ValueError as exc:  # after OSError: an SSL error is both
             # http.client refusing a header or the request line: its message quotes the
             # header, so it is never passed on.
             self.close()
             raise ValueError(f"the request to {self.url} could not be sent: "
                              f"{type(exc).__name__} in its request line or headers (the "
                              "Authorization header is not shown)") from None
-        except (ConnectionRefusedError, FileNotFoundError, OSError,
-                http.client.HTTPException) as exc:
-            self.close()
-            raise DaemonUnavailable(f"the gateway at {self.url} is not reachable: "
-                                    f"{type(exc).__name__}: {exc}") from exc
         return response.status, {k.lower(): v for k, v in response.getheaders()}, data
 
     def call(self, method: str, params: dict[str, Any] | None = None, /,
