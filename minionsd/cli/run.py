@@ -27,6 +27,7 @@ from minionsd.cli.common import (
     remote_of,
     socket_of,
 )
+from minionsd.cli.fmt import json_text, printable
 from minionsd.cli.parser import ParseError, module_of, parse
 from minionsd.rpc.client import Client, DaemonUnavailable, GatewayRefused, RpcError
 
@@ -50,9 +51,9 @@ def report(as_json: bool, text: str, code: Any, message: str, detail: str | None
         error: dict[str, Any] = {"code": code, "message": message, "detail": detail}
         if data is not None:
             error["data"] = data
-        print(json.dumps({"error": error}, ensure_ascii=False), file=sys.stderr)
+        print(json_text(json.dumps({"error": error}, ensure_ascii=False)), file=sys.stderr)
     else:
-        print(f"minionsctl: {text}", file=sys.stderr)
+        print(f"minionsctl: {printable(text)}", file=sys.stderr)
 
 
 # Commands that work on this machine only: never through a gateway.
@@ -177,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         client.close()
     try:
-        out = json.dumps(result, indent=2, ensure_ascii=False) if as_json else fmt(result)
+        # Stored text reaches the terminal here: its control characters are made visible.
+        out = (json_text(json.dumps(result, indent=2, ensure_ascii=False)) if as_json
+               else printable(fmt(result)))
         if out:
             print(out)
         sys.stdout.flush()

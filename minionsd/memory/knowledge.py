@@ -4,6 +4,7 @@ Entries live at knowledge/<category>/<date>-<author>-<slug>.md with one front-ma
 Authoring writes the file first (title and body redacted), then a record whose trust follows
 the author, and remembers the pair in `kb_files` so the KB sweep can bring later hand edits of
 the file into SQL (redacted again: a hand edit may add a secret to the file, never to SQL).
+Listing and reading an entry redact its title and body on the way out for the same reason.
 """
 
 from __future__ import annotations
@@ -205,8 +206,11 @@ def _parsed(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _title_of(meta: dict[str, Any], body: str, path: Path) -> str:
+    """The entry's title as listings show it: redacted, like the record the entry feeds (a
+    hand-written file may hold a secret in its title or its name)."""
     title = meta.get("title")
-    return str(title) if title else first_heading(body) or path.stem
+    heading = str(title) if title else first_heading(body)
+    return redact(heading) if heading else classify.redacted_name(path.stem)
 
 
 def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
@@ -229,8 +233,10 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
     own = note_project(meta)
     if project is not None and own not in (None, project):
         raise NotFound(f"no knowledge entry at {rel} in project {project}", path=rel)
+    # The body is redacted on its way out, as an archived note is: a hand edit may have added
+    # a secret to the file, which keeps what was written (SPEC §3.1).
     return {"path": str(rel), "category": parts[1], "title": _title_of(meta, body, path),
-            "project": own, "body": body}
+            "project": own, "body": redact(body)}
 
 
 def write_entry(path: Path, text: str) -> None:

@@ -38,8 +38,11 @@ def _new_fields(body: Any, type: Any, scope: Any, trust: Any, source: Any,
 
 
 def _redacted(fields: dict[str, Any]) -> dict[str, Any]:
-    """A record is a derived surface like any other: no secret is stored (SPEC §3.1)."""
-    return {**fields, "title": redact(fields["title"]), "body": redact(fields["body"])}
+    """A record is a derived surface like any other: no secret is stored (SPEC §3.1). The
+    source is shown in every pack's provenance line, so it is redacted too (an import's URL may
+    hold a password)."""
+    return {**fields, "title": redact(fields["title"]), "body": redact(fields["body"]),
+            "source": redact(fields["source"])}
 
 
 def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
