@@ -187,7 +187,7 @@ def list_entries(home: Home, category: object = None,
         own = note_project(meta)
         if project is not None and own not in (None, project):
             continue
-        entries.append({"path": home.rel(path), "category": path.parent.name,
+        entries.append({"path": shown_path(home.rel(path)), "category": path.parent.name,
                         "title": _title_of(meta, body, path), "project": own,
                         "updated_at": iso(datetime.fromtimestamp(info.st_mtime, UTC)),
                         "_mtime": info.st_mtime})
@@ -213,6 +213,27 @@ def _title_of(meta: dict[str, Any], body: str, path: Path) -> str:
     return redact(heading) if heading else classify.redacted_name(path.stem)
 
 
+def shown_path(rel: str) -> str:
+    """An entry's path as it is shown: a secret in a hand-made file name redacted
+    (`keys-AKIA….md` is listed as `keys-redacted-aws_access_key_id.md`, as the record's source
+    says); get_entry accepts that path too."""
+    return classify.redacted_name(rel)
+
+
+def _entry_shown_as(home: Home, category: str, rel: str) -> Path | None:
+    """The file listed as `rel` (the newest, should two hand-made names redact alike)."""
+    if "redacted-" not in rel:
+        return None
+    found = []
+    for path in entry_paths(home, category):
+        try:
+            if shown_path(home.rel(path)) == rel:
+                found.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    return max(found)[1] if found else None
+
+
 def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
               project: object = None) -> dict[str, Any]:
     if project is not None and not isinstance(project, str):
@@ -224,7 +245,9 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
         raise InvalidParams("'path' must look like knowledge/<category>/<name>.md",
                             param="path")
     if not path.exists() and not path.is_symlink():
-        raise NotFound(f"no knowledge entry at {rel}", path=rel)
+        path = _entry_shown_as(home, parts[1], str(rel)) or path
+        if not path.exists():
+            raise NotFound(f"no knowledge entry at {rel}", path=rel)
     text = read_entry_text(path, warnings) if is_own_file(home, path) else None
     if text is None:
         raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
@@ -235,7 +258,8 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
         raise NotFound(f"no knowledge entry at {rel} in project {project}", path=rel)
     # The body is redacted on its way out, as an archived note is: a hand edit may have added
     # a secret to the file, which keeps what was written (SPEC §3.1).
-    return {"path": str(rel), "category": parts[1], "title": _title_of(meta, body, path),
+    return {"path": shown_path(str(rel)), "category": parts[1],
+            "title": _title_of(meta, body, path),
             "project": own, "body": redact(body)}
 
 
