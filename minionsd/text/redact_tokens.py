@@ -33,16 +33,16 @@ AFTER_WORD = r"(?<=[A-Za-z0-9])"
 # Rows that may also start right after `-` or `_`, each with a lookahead naming which of its
 # forms may ("" for all of them).
 GLUED_AFTER_SEPARATOR: dict[str, str] = {
-    "anthropic_key": "",
-    "openai_key": r"(?=sk-(?:proj|svcacct|admin)-)",
+    "anthropic_key": r"(?=sk-ant-[a-z]{2,6}[0-9]{2}-)",
+    "openai_key": r"(?=sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{0,8}[A-Za-z0-9]{16})",
     "github_token": "",
     "gitlab_token": "",
-    "slack_token": r"(?=xox[abposre][.-][A-Za-z0-9.-]{0,12}[0-9]|xapp-[0-9]-)",
+    "slack_token": r"(?=xox[abposre](?:\.xox[abposre])?-(?:[0-9]{1,2}-)?[0-9]{6,}-|xapp-[0-9]-)",
     "stripe_key": "",
     "google_api_key": "",
     "google_oauth": "",
     "npm_token": r"(?=npm_[A-Za-z0-9]{0,35}[0-9])",
-    "minionsd_token": r"(?=mnt_[A-Za-z0-9_-]{0,42}[0-9])",
+    "minionsd_token": r"(?=mnt_(?=[A-Za-z0-9_-]{0,42}[0-9])[A-Za-z0-9_-]{0,42}[A-Z])",
     "pypi_token": r"(?=pypi-AgE)",
     "docker_token": "",
     "nuget_key": "",
@@ -86,7 +86,7 @@ GLUED_AFTER_SEPARATOR: dict[str, str] = {
 # Rows that may also start right after a letter or digit: only forms with a digit early in the
 # tail (a real token of these families nearly always has one; a camelCase name seldom does).
 GLUED_AFTER_WORD: dict[str, str] = {
-    "anthropic_key": r"(?=sk-ant-[a-z]{2,6}[0-9]{2}-)",
+    "anthropic_key": GLUED_AFTER_SEPARATOR["anthropic_key"],
     "github_token": r"(?=gh[pousr]_[A-Za-z0-9]{0,29}[0-9]|github_pat_[A-Za-z0-9_]{0,29}[0-9])",
     "gitlab_token": r"(?=glpat-[A-Za-z0-9_-]{0,19}[0-9])",
     "slack_token": GLUED_AFTER_SEPARATOR["slack_token"],
