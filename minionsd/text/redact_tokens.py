@@ -122,8 +122,8 @@ TOKEN_RUN = re.compile(r"[A-Za-z0-9_.:~+/=-]{20,}")
 
 def _table(grouped: bool) -> str:
     """One alternation per edge (strict, after a separator, after a letter or digit), each of
-    the rows that may start there: at any position at most one edge holds, so the rows are
-    tried once, in table order, as before."""
+    the rows that may start there, in table order. At a position only one edge holds (after
+    `/bot` the strict one and the letter one; the strict one is tried first)."""
     branches = []
     for tier, edge, glued in _TIERS:
         rows = [f"(?P<{tier}{i}>{(glued or {}).get(kind, '')}{rx})" if grouped

@@ -21,6 +21,7 @@ STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 OPENAI = "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90"
 ANTHROPIC = "sk-ant-api03-" + "R2D2C3POabcdefghijklmnopqrstuvwxyz0123456789-_AA"
 GITLAB = "glpat-" + "xYz12AbCdEfGhIjKlMnO"
+GH_PAT = "github_pat_" + "11ABCDEFG0123456789abc_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
 
 GLUED = [
     (f"CI uses deploy-{GH} for releases", GH, "github_token"),
@@ -40,6 +41,7 @@ GLUED = [
     (f"bot{SLACK}", SLACK, "slack_token"),
     (f"my{ANTHROPIC}", ANTHROPIC, "anthropic_key"),
     (f"ci{GITLAB}", GITLAB, "gitlab_token"),
+    (f"x{GH_PAT}", GH_PAT, "github_token"),
 ]
 
 KEPT = [
