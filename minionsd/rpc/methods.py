@@ -175,9 +175,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_search(query: Any, type: Any = None, scope: Any = None,
                             status: Any = None, project: Any = None, agent: Any = None,
-                            limit: Any = 20) -> Encoded:
+                            limit: Any = 20, project_bound: Any = None) -> Encoded:
         params = {"query": query, "type": type, "scope": scope, "status": status,
-                  "project": project, "agent": agent, "limit": limit}
+                  "project": project, "agent": agent, "limit": limit,
+                  "project_bound": project_bound}
         return await app.db.read(_search_wire, params, app.now())
 
     async def memory_pin(id: Any) -> dict[str, Any]:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from minionsd.memory.retrieval import eligibility, planner, scoring
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts, recall, records
 from minionsd.storage.fts import index_stats
+from minionsd.storage.record_filters import in_other_project
 from minionsd.text.ftsquery import match_expression
 
 # A naming term (query.naming_terms: an identifier, an error code, a file name) is rare when at
@@ -48,8 +49,11 @@ def fetch_candidates(
     limit: int,
     length_b: float = scoring.LENGTH_B,
     naming: Collection[str] = (),
+    bound: bool = False,
 ) -> list[dict[str, Any]]:
-    """Up to `limit` retrievable records matching the terms, best bm25 first.
+    """Up to `limit` retrievable records matching the terms, best bm25 first; with `bound`
+    (a caller bound to `project`), none of another project (record_filters.in_other_project:
+    an `agent:` or `global` record whose project column names another one).
 
     Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
@@ -63,12 +67,13 @@ def fetch_candidates(
         return []
     with recall.snapshot(conn):
         return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b,
-                      frozenset(naming))
+                      frozenset(naming), bound)
 
 
 def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
            project: str | None, agent: str | None, now_iso: str,
-           limit: int, length_b: float, naming: frozenset[str]) -> list[dict[str, Any]]:
+           limit: int, length_b: float, naming: frozenset[str],
+           bound: bool = False) -> list[dict[str, Any]]:
     view = index.view
     token = view.sync(conn)
     stats = index_stats(conn)
@@ -79,8 +84,13 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     if plan is None:
         return []
     idf = {t: scoring.idf(dfs[t], stats.rows) for t in plan.scored}
-    pool = planner.pool(conn, index, token, plan, idf, math.ceil(planner.POOL_FACTOR * limit),
-                        eligibility.scopes(project, agent), now_iso)
+    size = math.ceil(planner.POOL_FACTOR * limit)
+    scopes = eligibility.scopes(project, agent)
+    pool = planner.pool(conn, index, token, plan, idf, size, scopes, now_iso)
+    if bound and project is not None and pool:
+        pool = _in_project(conn, index, token, pool, project,
+                           lambda want: planner.pool(conn, index, token, plan, idf, want,
+                                                     scopes, now_iso), size)
     if not pool:
         return []
     # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
@@ -112,6 +122,22 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named,
                         words=counted_row.words))
     return out
+
+
+def _in_project(conn: sqlite3.Connection, index: RecallIndex, token: int, pool: list[int],
+                project: str, deeper: Callable[[int], list[int]], size: int) -> list[int]:
+    """`pool` without the records of another project, topped up to `size` from further down
+    the pool's order (`deeper(n)`: the first n of it) while there is more. The rows read here
+    are the cached ones the candidates are built from."""
+    want = size
+    while True:
+        rows = _full_rows(conn, index, token, pool)
+        kept = [seq for seq in pool
+                if seq not in rows or not in_other_project(rows[seq], project)]
+        if len(kept) >= size or len(pool) < want:
+            return kept[:size]
+        want *= 2
+        pool = deeper(want)
 
 
 _ROW_SQL = ", ".join(records.WIRE_KEYS)
