@@ -34,14 +34,6 @@ def check_project_bound(value: Any, project: str | None) -> bool:
     return True
 
 
-def in_other_project(record: Mapping[str, Any], project: str) -> bool:
-    """True when `record` belongs to a project other than `project` (BOUND_CONDITION's
-    negation, for records already read)."""
-    scope = str(record.get("scope") or "")
-    return record.get("project") not in (None, project) or (
-        scope.startswith(PROJECT_PREFIX) and scope != PROJECT_PREFIX + project)
-
-
 def field_filters(params: Mapping[str, Any], *, trust: bool,
                   empty_names: bool) -> tuple[list[str], dict[str, Any]]:
     """(conditions, binds) for the filters `params` gives: type, scope, project, agent, and

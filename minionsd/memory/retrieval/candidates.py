@@ -24,7 +24,6 @@ from minionsd.memory.retrieval import eligibility, planner, scoring
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.storage import fts, recall, records
 from minionsd.storage.fts import index_stats
-from minionsd.storage.record_filters import in_other_project
 from minionsd.text.ftsquery import match_expression
 
 # A naming term (query.naming_terms: an identifier, an error code, a file name) is rare when at
@@ -52,8 +51,8 @@ def fetch_candidates(
     bound: bool = False,
 ) -> list[dict[str, Any]]:
     """Up to `limit` retrievable records matching the terms, best bm25 first; with `bound`
-    (a caller bound to `project`), none of another project (record_filters.in_other_project:
-    an `agent:` or `global` record whose project column names another one).
+    (a caller bound to `project`), none of another project (an `agent:` or `global` record
+    whose project column names another one; record_filters.BOUND_CONDITION in SQL).
 
     Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
@@ -86,11 +85,12 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     idf = {t: scoring.idf(dfs[t], stats.rows) for t in plan.scored}
     size = math.ceil(planner.POOL_FACTOR * limit)
     scopes = eligibility.scopes(project, agent)
-    pool = planner.pool(conn, index, token, plan, idf, size, scopes, now_iso)
-    if bound and project is not None and pool:
-        pool = _in_project(conn, index, token, pool, project,
+    if bound and project is not None:
+        pool = _in_project(conn, index, token, project,
                            lambda want: planner.pool(conn, index, token, plan, idf, want,
                                                      scopes, now_iso), size)
+    else:
+        pool = planner.pool(conn, index, token, plan, idf, size, scopes, now_iso)
     if not pool:
         return []
     # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
@@ -124,20 +124,36 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     return out
 
 
-def _in_project(conn: sqlite3.Connection, index: RecallIndex, token: int, pool: list[int],
-                project: str, deeper: Callable[[int], list[int]], size: int) -> list[int]:
-    """`pool` without the records of another project, topped up to `size` from further down
-    the pool's order (`deeper(n)`: the first n of it) while there is more. The rows read here
-    are the cached ones the candidates are built from."""
-    want = size
+def _in_project(conn: sqlite3.Connection, index: RecallIndex, token: int, project: str,
+                pool_of: Callable[[int], list[int]], size: int) -> list[int]:
+    """The first `size` of the pool (`pool_of(n)`: its first n seqs) that are not another
+    project's records. The pool's scopes are global, project:<project> and agent:<id>, so
+    only the project column can name another project. Twice the size is asked for at first,
+    so that the pool is rarely made twice."""
+    want = 2 * size
+    pool = pool_of(want)
     while True:
-        rows = _full_rows(conn, index, token, pool)
-        kept = [seq for seq in pool
-                if seq not in rows or not in_other_project(rows[seq], project)]
+        projects = _projects(conn, index, token, pool)
+        kept = [seq for seq in pool if projects.get(seq, (None,))[0] in (None, project)]
         if len(kept) >= size or len(pool) < want:
             return kept[:size]
         want *= 2
-        pool = deeper(want)
+        pool = pool_of(want)
+
+
+def _projects(conn: sqlite3.Connection, index: RecallIndex, token: int,
+              seqs: list[int]) -> dict[int, tuple[str | None]]:
+    """Each record's project column, as a 1-tuple (a cached None would read as missing)."""
+    found, missing = index.view.cached("project", seqs)
+    if missing:
+        fetched = {seq: (name,) for seq, name in fts.rows_by_seq(conn, "seq, project", missing)}
+        index.view.remember("project", fetched, token, _project_bytes)
+        found |= fetched
+    return found
+
+
+def _project_bytes(value: tuple[str | None]) -> int:
+    return 120 + len(value[0] or "")
 
 
 _ROW_SQL = ", ".join(records.WIRE_KEYS)
