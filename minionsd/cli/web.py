@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 from minionsd.cli.common import AddParser, Call, CommandError, Formatter
-from minionsd.config import split_host_port
 
 
 def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
@@ -55,6 +54,8 @@ def can_open_browser() -> bool:
 
 def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
     if args.listen is not None:
+        from minionsd.config import split_host_port  # config's imports are not free
+
         try:
             split_host_port(args.listen)
         except ValueError as exc:

@@ -304,6 +304,11 @@ def test_init_is_local_and_reports_failures_as_errors(tmp_path):
     home = tmp_path / "h"
     out = ok(run_ctl("--home", str(home), "init"))
     assert "(created)" in out and (home / "config.toml").is_file()
+    # The daemon to start is the one installed beside this Python (a venv's bin/ is often
+    # not on PATH), named in full.
+    beside = Path(sys.executable).absolute().parent / "minionsd"
+    if beside.is_file():
+        assert f"start the daemon with: {beside} --home {home}" in out, out
     assert (home / "notes" / "inbox").is_dir()
     assert "(kept)" in ok(run_ctl("--home", str(home), "init"))
     blocked = tmp_path / "a-file"
