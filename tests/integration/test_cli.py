@@ -144,6 +144,8 @@ def test_config_get_and_set(ctl):
     assert bad.returncode == 1 and "memory_retrieval_top_kk" in bad.stderr
     wrong_type = ctl("config", "set", "engine.memory_retrieval_top_k", "lots")
     assert wrong_type.returncode == 1
+    assert "restart" in ok(ctl("config", "set", "gateway.rate_per_s", "30"))
+    assert ok(ctl("config", "get", "agents")).strip() in ("", "{}")
     # A gateway address is checked when it is set, not when `web` or `serve` first reads it.
     for key, value in (("gateway.listen", "bad"), ("gateway.public_url", "memory.example.com")):
         refused = ctl("config", "set", key, value)
