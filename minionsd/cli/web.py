@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from minionsd.cli import fmt
 from minionsd.cli.common import AddParser, Call, CommandError, Formatter
 
 
@@ -74,7 +75,7 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
 
     def text(r: dict[str, Any]) -> str:
         running = r["gateway_running"]
-        lines = [r["url"], f"This sign-in link works once, until {r['expires_at']} "
+        lines = [r["url"], f"This sign-in link works once, until {fmt.moment(r['expires_at'])} "
                  f"(5 minutes), as token {r['token_name']!r} (admin).",
                  f"The gateway is answering at {base}." if running else
                  f"Nothing answers at {base}: start the gateway with `minionsctl serve`."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -369,7 +370,10 @@ def run_against_a_dying_daemon(*args: str,
 
 
 def test_web_link_follows_the_address_serve_was_started_on(ctl):
-    configured = ok(ctl("web", "--no-open")).splitlines()[0]
+    said = ok(ctl("web", "--no-open")).splitlines()
+    assert re.search(r"works once, until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(5 minutes\)",
+                     said[1]), said
+    configured = said[0]
     assert configured.startswith("http://127.0.0.1:8765/login?code=")
     moved = ok(ctl("web", "--no-open", "--listen", "0.0.0.0:9123")).splitlines()[0]
     assert moved.startswith("http://127.0.0.1:9123/login?code=")
