@@ -224,8 +224,9 @@ def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
     if sub.kind == "finding":
         first = submissions.finding_for(conn, sub.task)
         if first and sub.bound and not _visible_to(conn, first[0], inbox_dir, sub.project):
-            raise Conflict(f"task {sub.task!r} already has a finding, in another project "
-                           "(one finding is kept per task)", task=sub.task)
+            raise Conflict(f"task {sub.task!r} already has a finding (one is kept per task), "
+                           f"of another project: a caller bound to project {sub.project} is "
+                           "not shown it", task=sub.task)
         if first:
             raise Conflict(f"task {sub.task!r} already has a finding: {first[0]} "
                            f"by {first[1]}", first=first[0])

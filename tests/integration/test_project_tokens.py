@@ -167,7 +167,7 @@ def test_a_bound_tokens_finding_conflict_names_no_other_projects_note(env):
                      outcome="success", body="Fixed the shared build.")
     error = reply["error"]
     assert error["code"] == -32002
-    assert "another project" in error["data"]["detail"]
+    assert "of another project" in error["data"]["detail"] and "atlas" in error["data"]["detail"]
     assert "first" not in error["data"]
     assert first["name"] not in str(error) and "acme" not in str(error) and "zed" not in str(error)
     # a finding of the token's own project, or of none, is named as before
