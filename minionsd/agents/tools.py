@@ -276,8 +276,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_get", "Read a memory record",
         "Read one memory record in full by its id (`M-...`, as memory_search, memory_context "
-        "or a Relevant Memory item shows it). Returns its status, type, scope, trust and "
-        "dates, and its source, retraction reason and body fenced as untrusted evidence.",
+        "or a Relevant Memory item shows it). Returns its status, type, trust and dates, "
+        "and, fenced as untrusted evidence, its scope, author, source, retraction reason and "
+        "body.",
         _object({"id": dict(_STR, description="The record id, e.g. M-1a2b3c.")}, ["id"]),
         _READ, run_get),
     ToolSpec(
@@ -337,7 +338,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "knowledge_get", "Read a knowledge entry",
         "Read one knowledge-base entry by the path knowledge_list shows "
-        "(`knowledge/<category>/<file>.md`). Returns its body fenced as untrusted evidence.",
+        "(`knowledge/<category>/<file>.md`). Returns its path and body fenced as untrusted "
+        "evidence.",
         _object({"path": dict(_STR, description="e.g. knowledge/conventions/2026-01-02-x.md")},
                 ["path"]),
         _READ, run_kb_get),

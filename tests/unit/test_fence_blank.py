@@ -27,8 +27,8 @@ DEFAULT_IGNORABLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x11
                      (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
 # Not default-ignorable, yet drawn as an empty cell or nothing by common fonts.
 BLANK_GLYPHS = ["\u2800", "\U0001d159"]  # BRAILLE PATTERN BLANK, MUSICAL SYMBOL NULL NOTEHEAD
-BLANKS = BLANK_GLYPHS + ["\u3164", "\uffa0", "\u115f", "\u1160", "\u2065", "\ufff0",
-                         "\U000e0000", "\U000e0fff", "\U0001d173", "\U0001d17a"]
+BLANKS = [*BLANK_GLYPHS, "\u3164", "\uffa0", "\u115f", "\u1160", "\u2065", "\ufff0",
+          "\U000e0000", "\U000e0fff", "\U0001d173", "\U0001d17a"]
 _BLANK_SET = {chr(cp) for lo, hi in DEFAULT_IGNORABLE for cp in range(lo, hi + 1)}
 _BLANK_SET |= set(BLANK_GLYPHS)
 _TAG = re.compile(r"<[\s/]*untrusted[\s\-_]*input")
