@@ -56,12 +56,13 @@ def _project_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]
 
 def _daemon_warning(args: argparse.Namespace) -> str | None:
     from minionsd.agents.session import Session
+    from minionsd.cli.local import start_command
 
     problem = Session.create(str(home_of(args)), args.socket, "agent", None).problem()
     if problem is None:
         return None
     return (f"{problem} The agent's memory tools will report it as down until it runs: start "
-            f"it with `minionsd --home {home_of(args)}` (or as a service).")
+            f"it with `{start_command(home_of(args))}` (or as a service).")
 
 
 def _identity_args(args: argparse.Namespace) -> list[str]:

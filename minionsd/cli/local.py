@@ -36,10 +36,20 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
     return result, _fmt_init
 
 
+def start_command(home: Path | str) -> str:
+    """The command that starts the daemon on `home`: the minionsd installed beside this
+    Python when there is one (a venv's bin/ is often not on PATH), else `minionsd`."""
+    import shlex
+
+    beside = Path(sys.executable).absolute().parent / "minionsd"
+    daemon = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else "minionsd"
+    return shlex.join([daemon, "--home", str(home)])
+
+
 def _fmt_init(r: dict[str, Any]) -> str:
     return (f"home ready at {r['home']}\n"
             f"config: {r['config']}{' (created)' if r['created_config'] else ' (kept)'}\n"
-            f"start the daemon with: minionsd --home {r['home']}")
+            f"start the daemon with: {start_command(r['home'])}")
 
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
@@ -58,7 +68,7 @@ def _fmt_restore(r: dict[str, Any]) -> str:
     return (f"restored {r['backup']} into {r['home']}: {fmt.plural(r['records'], 'record')}, "
             f"{fmt.plural(r['files'], 'file')}, {fmt.size(r['bytes'])}; "
             f"database integrity {r['integrity']}\n"
-            f"start the daemon with: minionsd --home {r['home']}")
+            f"start the daemon with: {start_command(r['home'])}")
 
 
 def _executable(name: str = "minionsd") -> str:

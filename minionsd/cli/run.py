@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
                    "daemon behind it runs")
             report(as_json, why, "unreachable", "minionsd is not reachable", why)
             return EXIT_UNREACHABLE
-        start = (f"minionsd --home {home_of(args)}   (or scripts/run, or "
+        from minionsd.cli.local import start_command
+
+        start = (f"{start_command(home_of(args))}   (or scripts/run, or "
                  "systemctl --user start minionsd)")
         if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
             # Connecting failed: nothing listens there, so the request never left.
