@@ -17,6 +17,7 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import read_text
 from minionsd.home import check_name, safe_child
 from minionsd.memory.app import App, Surface
+from minionsd.memory.knowledge import shown_path
 from minionsd.memory.recall import TelemetryQueue
 from minionsd.storage import browse, journal, kb_index, records
 from minionsd.text.notesfile import split_sections, strip_markers
@@ -40,7 +41,8 @@ def provenance(conn: Any, record_id: str, now: Any) -> dict[str, Any]:
             kb.append(note["kb_path"])
         if note["archive_path"]:
             archived.append(note["archive_path"])
-    return {"id": record_id, "kb_entries": list(dict.fromkeys(kb)),
+    # A hand-made file name is shown with its secret redacted (knowledge.get reads it so).
+    return {"id": record_id, "kb_entries": list(dict.fromkeys(shown_path(p) for p in kb)),
             "archived": list(dict.fromkeys(archived))} | browse.supersede_chain(
                 conn, record_id, now)
 

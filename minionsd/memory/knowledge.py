@@ -110,7 +110,7 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
         "author": author or (str(meta["author"]) if meta.get("author") else None),
         "project": project, "agent": None, "task": None, "pr": None, "paths": [],
         "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,
-        "expires_at": None, "created_at": None, "meta": {"kb_path": rel},
+        "expires_at": None, "created_at": None, "meta": {"kb_path": shown_path(rel)},
     }
 
 

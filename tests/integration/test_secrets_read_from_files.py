@@ -124,3 +124,15 @@ def test_memory_add_redacts_the_source_shown_in_every_pack(daemon):
     plain = daemon.call("memory.add", body="dipperfinch: a second note", type="semantic",
                         scope="global", trust="agent", source="import:wiki/page-12")["id"]
     assert daemon.call("memory.get", id=plain)["source"] == "import:wiki/page-12"
+
+
+def test_a_record_fed_by_a_file_named_with_a_token_shows_its_redacted_path(daemon):
+    _write_entries(daemon.home)
+    assert daemon.call("maintenance.run", job="kb_sweep")["report"]["imported"] == 3
+    found = next(r for r in daemon.call("memory.search", query="keys rotate monthly")["records"]
+                 if r["body"].startswith("The keys rotate"))
+    shown = "knowledge/conventions/keys-redacted-aws_access_key_id.md"
+    record = daemon.call("memory.get", id=found["id"])
+    assert record["source"] == shown and record["meta"]["kb_path"] == shown
+    assert daemon.call("memory.provenance", id=found["id"])["kb_entries"] == [shown]
+    assert daemon.call("knowledge.get", path=shown)["body"] == "The keys rotate monthly.\n"
