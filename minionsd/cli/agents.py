@@ -20,6 +20,7 @@ from minionsd.cli.common import (
     UsageError,
     home_of,
     remote_of,
+    start_command,
 )
 
 
@@ -56,7 +57,6 @@ def _project_invocation(args: argparse.Namespace) -> tuple[list[str], list[str]]
 
 def _daemon_warning(args: argparse.Namespace) -> str | None:
     from minionsd.agents.session import Session
-    from minionsd.cli.local import start_command
 
     problem = Session.create(str(home_of(args)), args.socket, "agent", None).problem()
     if problem is None:

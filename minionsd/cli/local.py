@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import AddParser, Call, CommandError, Formatter, home_of
+from minionsd.cli.common import AddParser, Call, CommandError, Formatter, home_of, start_command
 
 SERVICE_KINDS = (("user", "systemd user unit (the default on Linux)"),
                  ("system", "systemd system unit, run as the user 'minions'"),
@@ -34,16 +34,6 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
     result = {"home": str(home.root), "config": str(home.config),
               "created_config": created_config}
     return result, _fmt_init
-
-
-def start_command(home: Path | str) -> str:
-    """The command that starts the daemon on `home`: the minionsd installed beside this
-    Python when there is one (a venv's bin/ is often not on PATH), else `minionsd`."""
-    import shlex
-
-    beside = Path(sys.executable).absolute().parent / "minionsd"
-    daemon = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else "minionsd"
-    return shlex.join([daemon, "--home", str(home)])
 
 
 def _fmt_init(r: dict[str, Any]) -> str:

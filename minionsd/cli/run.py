@@ -26,6 +26,7 @@ from minionsd.cli.common import (
     home_of,
     remote_of,
     socket_of,
+    start_command,
 )
 from minionsd.cli.fmt import json_text, printable
 from minionsd.cli.parser import ParseError, module_of, parse
@@ -144,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
                    "daemon behind it runs")
             report(as_json, why, "unreachable", "minionsd is not reachable", why)
             return EXIT_UNREACHABLE
-        from minionsd.cli.local import start_command
-
         start = (f"{start_command(home_of(args))}   (or scripts/run, or "
                  "systemctl --user start minionsd)")
         if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
