@@ -1,6 +1,7 @@
 """Assemble the memory part of an agent's prompt for one task, the way an agent process would.
 
-    python examples/agent_prompt.py "Fix the token refresh retry" --project web --agent dallas
+    .venv/bin/python examples/agent_prompt.py "Fix the token refresh retry" \
+        --project web --agent dallas
 
 The client is standard library only and talks to the daemon of $MINIONS_HOME (or ~/.minions).
 """

@@ -286,6 +286,16 @@ class Config:
         return merged
 
     def get(self, dotted: str) -> Any:
+        parts = dotted.split(".")
+        if parts[0] == "agents" and len(parts) <= 2:  # the table, or one agent's
+            if len(parts) == 1:
+                return copy.deepcopy(self.values["agents"])
+            if not valid_agent_id(parts[1]):
+                raise ConfigError(f"invalid agent id in key '{dotted}'", key=dotted)
+            if parts[1] not in self.values["agents"]:
+                raise ConfigError(f"no agent '{parts[1]}' is configured (config.toml has no "
+                                  f"[agents.{parts[1]}] table)", key=dotted)
+            return copy.deepcopy(self.values["agents"][parts[1]])
         lookup_key(dotted)
         node: Any = self.values
         for part in dotted.split("."):

@@ -30,6 +30,7 @@ from minionsd.agents.session import (
     extract_section,
     standing_prompt,
 )
+from minionsd.rpc.client import GatewayRefused
 from minionsd.text.fence_name import MEMORY_PREAMBLE
 
 SOCKET_TIMEOUT_S = 2.0
@@ -145,6 +146,9 @@ def run(tool: str, event: str, *, home: str | None, socket: str | None, agent: s
         return 0
     except _Deadline:
         print(f"minionsctl hook {event}: gave up after {HOOK_DEADLINE_S} s", file=stderr)
+        return 0
+    except GatewayRefused as exc:  # a bad or revoked token, a missing scope, a rate limit
+        print(f"minionsctl hook {event}: {exc}", file=stderr)
         return 0
     except Exception as exc:  # never fail the user's session
         print(f"minionsctl hook {event}: {type(exc).__name__}: {exc}", file=stderr)

@@ -2,11 +2,13 @@
 
 Claude Code and Codex show the model a tool result's structured content instead of its text
 when it has some, so anything recalled (a body, a title, a snippet, a source string, a
-retraction reason, tags, paths inside a record, a free-form scope) must not be there raw. The
-structured content of every tool is therefore the readable text itself (`text`, where recalled
-text is fenced) plus fields picked by name whose values cannot carry prose: ids, enums,
-numbers, flags, timestamps, and names that are plain identifiers (see :func:`plain`). Anything
-else is left out; the fenced text holds it. Pure functions, standard library only.
+retraction reason, tags, paths inside a record) must not be there raw. The structured content
+of every tool is therefore the readable text itself (`text`, where recalled text is fenced)
+plus fields picked by name whose values the daemon makes or checks: ids, enum values, numbers,
+flags and timestamps, each one plain word (see :func:`plain`). Names that someone wrote (a
+scope, project, author or agent, a knowledge path, which holds a title and an author) are
+never picked, however ordinary they look: one word of letters and dashes can still be a
+sentence. The fenced text holds them. Pure functions, standard library only.
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 # One word of letters, digits and . _ : / @ + = - (no spaces, no angle brackets, no quotes):
-# an id, an enum value, a timestamp, a slugged path, `project:payments`. It cannot close a
-# fence or hold a sentence.
+# an id, an enum value, a timestamp, the inbox path of the session's own note. It cannot
+# close a fence. It is checked on the fields below, which hold only values the daemon makes.
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+=-]{0,254}")
 
-RECORD_FIELDS = ("id", "type", "scope", "status", "trust", "author", "project", "agent",
-                 "importance", "confidence", "pinned", "created_at", "updated_at", "expires_at",
-                 "superseded_by", "rank")
-SELECTED_FIELDS = ("id", "type", "scope", "trust", "date", "score", "bytes")
-ENTRY_FIELDS = ("path", "category", "updated_at")
+RECORD_FIELDS = ("id", "type", "status", "trust", "importance", "confidence", "pinned",
+                 "created_at", "updated_at", "expires_at", "superseded_by", "rank")
+SELECTED_FIELDS = ("id", "type", "trust", "date", "score", "bytes")
+ENTRY_FIELDS = ("category", "updated_at")
 
 
 def plain(value: Any) -> bool:

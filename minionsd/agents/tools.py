@@ -16,9 +16,11 @@ from typing import Any
 from minionsd.agents import structured
 from minionsd.agents.schema import SchemaError, check
 from minionsd.agents.session import Session, ToolFailure
-from minionsd.text.fence import fence
+from minionsd.text.fence import escape_fence_markers, fence
 
 Result = tuple[str, dict[str, Any]]
+CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
+ECHO_CHARS = 60
 
 _STR = {"type": "string", "minLength": 1}
 _STRINGS = {"type": "array", "items": {"type": "string"}, "maxItems": 500}
@@ -62,6 +64,15 @@ class ToolSpec:
 _FALLBACK_WORDS = {"no_terms": "no search words in the task", "no_results": "no records matched",
                    "disabled": "retrieval is off", "shadow": "retrieval runs in shadow mode",
                    "error": "retrieval failed (see the daemon log)"}
+
+
+def echo(words: str, limit: int = ECHO_CHARS) -> str:
+    """The agent's own words (a query) as a result repeats them outside the fence: quoted, on
+    one line, at most `limit` characters and an ellipsis, and no fence tag imitation."""
+    line = " ".join(words.split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "\u2026"
+    return escape_fence_markers(repr(line))  # as shown: escapes repr writes count
 
 
 def _records_line(selected: list[dict[str, Any]]) -> str:
@@ -116,7 +127,7 @@ def run_search(session: Session, args: dict[str, Any]) -> Result:
                      f"{title}")
         if r.get("snippet"):
             lines.append("    " + " ".join(r["snippet"].split())[:300])
-    head = (f"{len(records)} of {result['total']} match(es) for {args['query']!r}; "
+    head = (f"{len(records)} of {result['total']} match(es) for {echo(args['query'])}; "
             "memory_get ID shows a record in full.")
     text = head if not records else head + "\n\n" + fence(
         "\n".join(lines), f"memory-search:query={args['query'][:80]}")
@@ -124,27 +135,37 @@ def run_search(session: Session, args: dict[str, Any]) -> Result:
                   "total": result["total"]}
 
 
+def _written(record: dict[str, Any]) -> list[str]:
+    """What someone wrote about a record besides its body, for inside the fence: its scope
+    and names (any of them can be a sentence written as one word), its source string, and a
+    retraction reason (given through memory_retract by any agent)."""
+    lines = [f"scope: {record['scope']}"]
+    author, project, agent = record.get("author"), record.get("project"), record.get("agent")
+    if author:
+        lines.append(f"author: {author}")
+    if project and record["scope"] != f"project:{project}":
+        lines.append(f"project: {project}")
+    if agent and agent != author:
+        lines.append(f"agent: {agent}")
+    lines.append(f"source: {record['source']}")
+    if record.get("retracted_reason"):
+        lines.append(f"retracted_reason: {record['retracted_reason']}")
+    return lines
+
+
 def run_get(session: Session, args: dict[str, Any]) -> Result:
     record = session.call("memory.get", {"id": args["id"]})
-    # A scope is `project:<any name>`: shown outside the fence only when it is one plain word.
-    scope = record["scope"] if structured.plain(record["scope"]) else "(scope: see below)"
-    meta = [f"{record['id']}  [{record['status']}] {record['type']} {scope} "
-            f"trust={record['trust']}{' pinned' if record.get('pinned') else ''}",
+    meta = [f"{record['id']}  [{record['status']}] {record['type']}  trust={record['trust']}"
+            f"{'  pinned' if record.get('pinned') else ''}",
             f"created: {record['created_at']}  updated: {record['updated_at']}"]
     for key in ("superseded_by", "expires_at"):
         if record.get(key):
             meta.append(f"{key}: {record[key]}")
-    # Free text someone wrote (a source string, a retraction reason given through
-    # memory_retract by any agent) is evidence like the body: inside the fence.
-    written = [] if structured.plain(record["scope"]) else [f"scope: {record['scope']}"]
-    written.append(f"source: {record['source']}")
-    if record.get("retracted_reason"):
-        written.append(f"retracted_reason: {record['retracted_reason']}")
     body, title = record["body"], record.get("title")
     first = body.strip().splitlines()[0] if body.strip() else ""
     if title and title not in first:  # most bodies open with their title as a heading
         body = f"Title: {title}\n\n{body}"
-    fenced = fence("\n".join(written) + "\n\n" + body, f"memory-record:{record['id']}")
+    fenced = fence("\n".join(_written(record)) + "\n\n" + body, f"memory-record:{record['id']}")
     text = "\n".join(meta) + "\n\n" + fenced
     return text, {"text": text} | structured.record(record)
 
@@ -198,7 +219,7 @@ def run_kb_list(session: Session, args: dict[str, Any]) -> Result:
     result = session.call("knowledge.list",
                           {"category": args["category"]} if args.get("category") else {})
     entries = result["entries"]
-    shown = [structured.pick(e, structured.ENTRY_FIELDS) for e in entries]
+    shown = [structured.pick(e, structured.ENTRY_FIELDS) for e in entries]  # paths: fenced
     if not entries:
         text = "The knowledge base has no entries" + (
             f" in {args['category']}." if args.get("category") else ".")
@@ -212,17 +233,16 @@ def run_kb_list(session: Session, args: dict[str, Any]) -> Result:
 def run_kb_get(session: Session, args: dict[str, Any]) -> Result:
     entry = session.call("knowledge.get", {"path": args["path"]})
     text = knowledge_text(entry)
-    return text, {"text": text} | structured.pick(entry, ("path", "category"))
+    category = entry["category"] if entry["category"] in CATEGORIES else None
+    return text, {"text": text} | ({"category": category} if category else {})
 
 
 def knowledge_text(entry: dict[str, Any]) -> str:
-    """A knowledge entry as tools and resources show it: its path (when it is a plain word;
-    a hand-made file name can be anything) and the body, fenced."""
-    if structured.plain(entry["path"]):
-        return (f"{entry['path']}  [{entry['category']}]\n\n"
-                + fence(entry["body"], f"knowledge:{entry['path']}"))
-    return f"[{entry['category']}]\n\n" + fence(f"path: {entry['path']}\n\n{entry['body']}",
-                                                 "knowledge:entry")
+    """A knowledge entry as tools and resources show it: its category, then its path and body,
+    fenced (a path holds an author and a title, and a hand-made file name can be anything)."""
+    category = entry["category"] if entry["category"] in CATEGORIES else "entry"
+    return f"[{category}]\n\n" + fence(f"path: {entry['path']}\n\n{entry['body']}",
+                                        f"knowledge:{category}")
 
 
 _READ = _annotations(read_only=True, destructive=False, idempotent=True)
@@ -256,8 +276,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_get", "Read a memory record",
         "Read one memory record in full by its id (`M-...`, as memory_search, memory_context "
-        "or a Relevant Memory item shows it). Returns its status, type, scope, trust and "
-        "dates, and its source, retraction reason and body fenced as untrusted evidence.",
+        "or a Relevant Memory item shows it). Returns its status, type, trust and dates, "
+        "and, fenced as untrusted evidence, its scope, author, source, retraction reason and "
+        "body.",
         _object({"id": dict(_STR, description="The record id, e.g. M-1a2b3c.")}, ["id"]),
         _READ, run_get),
     ToolSpec(
@@ -312,13 +333,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "List the knowledge base: curated entries by category (architecture, conventions, "
         "project-notes, build-reports, reviews). Returns paths, dates and titles; read one "
         "with knowledge_get.",
-        _object({"category": {"type": "string", "enum": [
-            "architecture", "conventions", "project-notes", "build-reports", "reviews"]}}, []),
+        _object({"category": {"type": "string", "enum": list(CATEGORIES)}}, []),
         _READ, run_kb_list),
     ToolSpec(
         "knowledge_get", "Read a knowledge entry",
         "Read one knowledge-base entry by the path knowledge_list shows "
-        "(`knowledge/<category>/<file>.md`). Returns its body fenced as untrusted evidence.",
+        "(`knowledge/<category>/<file>.md`). Returns its path and body fenced as untrusted "
+        "evidence.",
         _object({"path": dict(_STR, description="e.g. knowledge/conventions/2026-01-02-x.md")},
                 ["path"]),
         _READ, run_kb_get),

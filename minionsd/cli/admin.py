@@ -56,6 +56,9 @@ def _config_get(args: Any, call: Callable[..., Any]) -> tuple[Any, Callable[[Any
 
 
 def _config_set(r: dict[str, Any]) -> str:
+    if str(r["key"]).startswith("gateway."):  # the daemon keeps it; a gateway reads it at start
+        return (f"{r['key']} = {literal(r['value'])} (a running gateway uses it once restarted: "
+                "stop and start `minionsctl serve`)")
     return (f"{r['key']} = {literal(r['value'])}"
             + ("" if r.get("applied", True) else " (takes effect after a restart)"))
 

@@ -20,6 +20,7 @@ from minionsd.cli.common import (
     UsageError,
     home_of,
     remote_of,
+    start_command,
 )
 
 
@@ -61,7 +62,7 @@ def _daemon_warning(args: argparse.Namespace) -> str | None:
     if problem is None:
         return None
     return (f"{problem} The agent's memory tools will report it as down until it runs: start "
-            f"it with `minionsd --home {home_of(args)}` (or as a service).")
+            f"it with `{start_command(home_of(args))}` (or as a service).")
 
 
 def _identity_args(args: argparse.Namespace) -> list[str]:

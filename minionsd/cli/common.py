@@ -156,3 +156,13 @@ def copy_options(args: argparse.Namespace, params: dict[str, Any], *names: str) 
     for name in names:
         if getattr(args, name, None):
             params[name] = getattr(args, name)
+
+
+def start_command(home: Path | str) -> str:
+    """The command that starts the daemon on `home`: the minionsd installed beside this
+    Python when there is one (a venv's bin/ is often not on PATH), else `minionsd`."""
+    import shlex
+
+    beside = Path(sys.executable).absolute().parent / "minionsd"
+    daemon = str(beside) if beside.is_file() and os.access(beside, os.X_OK) else "minionsd"
+    return shlex.join([daemon, "--home", str(home)])

@@ -2,7 +2,8 @@
 times, and a generic `key: value` rendering for anything a formatter does not know.
 
 Nothing here prints a Python repr or JSON: values become words (`yes`, `-`, `a, b`), nested
-objects become indented `key: value` lines.
+objects become indented `key: value` lines. Whatever a command prints passes `printable` (or,
+under --json, `json_text`): stored text is written by agents, and a terminal must not obey it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,28 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 _ES_ENDINGS = ("s", "x", "z", "ch", "sh")
+# C0 controls but tab and newline, DEL, and the C1 controls (U+0080-U+009F; U+009B is CSI): a
+# terminal acts on them (clears the screen, retitles the window, hides or overwrites a line).
+# A CRLF is one line break.
+_CONTROLS = re.compile(r"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_RAW_IN_JSON = re.compile(r"[\x7f-\x9f]")  # json.dumps escapes C0 but not these
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    return "\n" if char == "\r\n" else f"\\x{ord(char):02x}"
+
+
+def printable(value: str) -> str:
+    """`value` for a terminal: each control character but newline and tab shown as `\\x1b`
+    (a CRLF as a newline), so text an agent stored cannot drive the terminal that shows it."""
+    return _CONTROLS.sub(_visible, value)
+
+
+def json_text(value: str) -> str:
+    """JSON text with DEL and the C1 controls escaped as `\\u009b` (json.dumps with
+    ensure_ascii=False escapes only C0): the same JSON value, safe on a terminal."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
@@ -36,7 +59,8 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
 
 
 def text(value: Any) -> str:
-    """One value as words: None is `-`, booleans `yes`/`no`, lists comma-separated."""
+    """One value as words: None is `-`, booleans `yes`/`no`, lists comma-separated, control
+    characters visible (`printable`)."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -47,7 +71,7 @@ def text(value: Any) -> str:
         return ", ".join(text(v) for v in value) if value else "none"
     if isinstance(value, dict):
         return inline(value) if value else "none"
-    return str(value)
+    return printable(str(value))  # here too, so a table measures what it shows
 
 
 def inline(mapping: dict[str, Any]) -> str:

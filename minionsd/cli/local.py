@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import AddParser, Call, CommandError, Formatter, home_of
+from minionsd.cli.common import AddParser, Call, CommandError, Formatter, home_of, start_command
 
 SERVICE_KINDS = (("user", "systemd user unit (the default on Linux)"),
                  ("system", "systemd system unit, run as the user 'minions'"),
@@ -39,7 +39,7 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
 def _fmt_init(r: dict[str, Any]) -> str:
     return (f"home ready at {r['home']}\n"
             f"config: {r['config']}{' (created)' if r['created_config'] else ' (kept)'}\n"
-            f"start the daemon with: minionsd --home {r['home']}")
+            f"start the daemon with: {start_command(r['home'])}")
 
 
 def cmd_restore(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
@@ -58,7 +58,7 @@ def _fmt_restore(r: dict[str, Any]) -> str:
     return (f"restored {r['backup']} into {r['home']}: {fmt.plural(r['records'], 'record')}, "
             f"{fmt.plural(r['files'], 'file')}, {fmt.size(r['bytes'])}; "
             f"database integrity {r['integrity']}\n"
-            f"start the daemon with: minionsd --home {r['home']}")
+            f"start the daemon with: {start_command(r['home'])}")
 
 
 def _executable(name: str = "minionsd") -> str:

@@ -26,7 +26,9 @@ from minionsd.cli.common import (
     home_of,
     remote_of,
     socket_of,
+    start_command,
 )
+from minionsd.cli.fmt import json_text, printable
 from minionsd.cli.parser import ParseError, module_of, parse
 from minionsd.rpc.client import Client, DaemonUnavailable, GatewayRefused, RpcError
 
@@ -50,9 +52,9 @@ def report(as_json: bool, text: str, code: Any, message: str, detail: str | None
         error: dict[str, Any] = {"code": code, "message": message, "detail": detail}
         if data is not None:
             error["data"] = data
-        print(json.dumps({"error": error}, ensure_ascii=False), file=sys.stderr)
+        print(json_text(json.dumps({"error": error}, ensure_ascii=False)), file=sys.stderr)
     else:
-        print(f"minionsctl: {text}", file=sys.stderr)
+        print(f"minionsctl: {printable(text)}", file=sys.stderr)
 
 
 # Commands that work on this machine only: never through a gateway.
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                    "daemon behind it runs")
             report(as_json, why, "unreachable", "minionsd is not reachable", why)
             return EXIT_UNREACHABLE
-        start = (f"minionsd --home {home_of(args)}   (or scripts/run, or "
+        start = (f"{start_command(home_of(args))}   (or scripts/run, or "
                  "systemctl --user start minionsd)")
         if isinstance(exc.__cause__, FileNotFoundError | ConnectionRefusedError):
             # Connecting failed: nothing listens there, so the request never left.
@@ -177,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         client.close()
     try:
-        out = json.dumps(result, indent=2, ensure_ascii=False) if as_json else fmt(result)
+        # Stored text reaches the terminal here: its control characters are made visible.
+        out = (json_text(json.dumps(result, indent=2, ensure_ascii=False)) if as_json
+               else printable(fmt(result)))
         if out:
             print(out)
         sys.stdout.flush()

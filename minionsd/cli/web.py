@@ -9,8 +9,8 @@ import os
 import sys
 from typing import Any
 
+from minionsd.cli import fmt
 from minionsd.cli.common import AddParser, Call, CommandError, Formatter
-from minionsd.config import split_host_port
 
 
 def gateway_url(config: dict[str, Any], listen: str | None = None) -> str:
@@ -55,6 +55,8 @@ def can_open_browser() -> bool:
 
 def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
     if args.listen is not None:
+        from minionsd.config import split_host_port  # config's imports are not free
+
         try:
             split_host_port(args.listen)
         except ValueError as exc:
@@ -73,7 +75,7 @@ def _web(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
 
     def text(r: dict[str, Any]) -> str:
         running = r["gateway_running"]
-        lines = [r["url"], f"This sign-in link works once, until {r['expires_at']} "
+        lines = [r["url"], f"This sign-in link works once, until {fmt.moment(r['expires_at'])} "
                  f"(5 minutes), as token {r['token_name']!r} (admin).",
                  f"The gateway is answering at {base}." if running else
                  f"Nothing answers at {base}: start the gateway with `minionsctl serve`."

@@ -40,6 +40,11 @@ _PROJECT_METHODS = frozenset({"inbox.submit", "knowledge.create", "memory.add",
                               "episode.capture", "memory.retrieve", "prompt.assemble",
                               "memory.search", "knowledge.list", "knowledge.get",
                               "inbox.list"})
+# methods told the caller is bound (`project_bound`): a search finds that project's records and
+# those of no project, recall leaves out other projects' records and the whole-home Team Notes
+# and notebook, a finding's conflict does not name another project's note.
+_BOUND_METHODS = frozenset({"memory.search", "memory.retrieve", "prompt.assemble",
+                            "inbox.submit"})
 
 
 # The web view's reads show every project's records, retrievals, digest and notes: a token
@@ -96,6 +101,8 @@ def admit(method: str, params: Any, identity: Identity) -> Admitted:
         out["project"] = identity.project
         if method == "memory.add":
             out["scope"] = f"project:{identity.project}"
+        if method in _BOUND_METHODS:
+            out["project_bound"] = True
     return Admitted(out, note)
 
 

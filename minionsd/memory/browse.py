@@ -4,8 +4,8 @@ the retrievals that selected a record, the configured agents with their notebook
 retrievals, and the digest's sections newest first.
 
 Everything here is read-only and returns what files and SQL hold now; text shown to a person
-was redacted on its way in (SPEC §3.1), and an archived original (kept as written) is redacted
-on its way out.
+was redacted on its way in (SPEC §3.1), and text read from a file someone may edit by hand (an
+archived original, notes.md, a notebook) is redacted on its way out.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from minionsd.errors import InvalidParams, NotFound
 from minionsd.fileio import read_text
 from minionsd.home import check_name, safe_child
 from minionsd.memory.app import App, Surface
+from minionsd.memory.knowledge import shown_path
 from minionsd.memory.recall import TelemetryQueue
 from minionsd.storage import browse, journal, kb_index, records
 from minionsd.text.notesfile import split_sections, strip_markers
@@ -40,18 +41,21 @@ def provenance(conn: Any, record_id: str, now: Any) -> dict[str, Any]:
             kb.append(note["kb_path"])
         if note["archive_path"]:
             archived.append(note["archive_path"])
-    return {"id": record_id, "kb_entries": list(dict.fromkeys(kb)),
+    # A hand-made file name is shown with its secret redacted (knowledge.get reads it so).
+    return {"id": record_id, "kb_entries": list(dict.fromkeys(shown_path(p) for p in kb)),
             "archived": list(dict.fromkeys(archived))} | browse.supersede_chain(
                 conn, record_id, now)
 
 
 def digest_sections(text: str | None, limit: int) -> dict[str, Any]:
+    """notes.md's header and newest `limit` sections, each redacted: the file may have been
+    edited by hand (only the sections shown are redacted, not the whole file)."""
     if text is None:
         return {"sections": [], "total": 0, "header": ""}
     header, sections = split_sections(text)
-    newest = [strip_markers(s).strip() for s in reversed(sections)]
-    return {"header": strip_markers(header).strip(), "total": len(sections),
-            "sections": [s for s in newest[:limit] if s]}
+    newest = [strip_markers(s).strip() for s in reversed(sections[-limit:])]
+    return {"header": redact(strip_markers(header).strip()), "total": len(sections),
+            "sections": [redact(s) for s in newest if s]}
 
 
 def archived_note(archive: Path, name: Any) -> dict[str, Any]:
@@ -73,7 +77,9 @@ class BrowseSurface(Surface):
         super().__init__(app)
         self.telemetry = telemetry
 
-    def _agent_info(self, agent_id: str) -> dict[str, Any]:
+    def _agent_info(self, agent_id: str, with_text: bool = False) -> dict[str, Any]:
+        """The agent's page; with `with_text`, its notebook's text too, redacted (a hand edit
+        may have added a secret to the file)."""
         configured = self.app.config.agents.get(agent_id)
         temporary = bool((configured or {}).get("temporary", False))
         notebook = self.app.home.notebook(agent_id)
@@ -83,7 +89,7 @@ class BrowseSurface(Surface):
                 "configured": configured is not None, "temporary": temporary,
                 "notebook": self.app.home.rel(notebook) if text is not None else None,
                 "notebook_bytes": len(text.encode("utf-8")) if text is not None else 0,
-                "notebook_text": text}
+                "notebook_text": redact(text) if with_text and text is not None else None}
 
     def methods(self) -> dict[str, Any]:
         app = self.app
@@ -121,7 +127,7 @@ class BrowseSurface(Surface):
             agent_id = check_name(id, "id", 200)
             await _flush_telemetry()
             rows = await app.db.read(browse.agent_retrievals, agent_id, limit)
-            info = await app.off_loop(self._agent_info, agent_id, name="agents-get")
+            info = await app.off_loop(self._agent_info, agent_id, True, name="agents-get")
             if not info["configured"] and not rows:
                 raise NotFound(f"no configured agent and no retrievals for {agent_id!r}",
                                id=agent_id)

@@ -4,6 +4,7 @@ Entries live at knowledge/<category>/<date>-<author>-<slug>.md with one front-ma
 Authoring writes the file first (title and body redacted), then a record whose trust follows
 the author, and remembers the pair in `kb_files` so the KB sweep can bring later hand edits of
 the file into SQL (redacted again: a hand edit may add a secret to the file, never to SQL).
+Listing and reading an entry redact its title and body on the way out for the same reason.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def record_fields(rel: str, text: str, *, trust: str, author: str | None) -> dic
         "author": author or (str(meta["author"]) if meta.get("author") else None),
         "project": project, "agent": None, "task": None, "pr": None, "paths": [],
         "tags": [str(t) for t in tags][:50], "importance": 0.6, "confidence": 0.7,
-        "expires_at": None, "created_at": None, "meta": {"kb_path": rel},
+        "expires_at": None, "created_at": None, "meta": {"kb_path": shown_path(rel)},
     }
 
 
@@ -186,7 +187,7 @@ def list_entries(home: Home, category: object = None,
         own = note_project(meta)
         if project is not None and own not in (None, project):
             continue
-        entries.append({"path": home.rel(path), "category": path.parent.name,
+        entries.append({"path": shown_path(home.rel(path)), "category": path.parent.name,
                         "title": _title_of(meta, body, path), "project": own,
                         "updated_at": iso(datetime.fromtimestamp(info.st_mtime, UTC)),
                         "_mtime": info.st_mtime})
@@ -205,8 +206,32 @@ def _parsed(text: str) -> tuple[dict[str, Any], str]:
 
 
 def _title_of(meta: dict[str, Any], body: str, path: Path) -> str:
+    """The entry's title as listings show it: redacted, like the record the entry feeds (a
+    hand-written file may hold a secret in its title or its name)."""
     title = meta.get("title")
-    return str(title) if title else first_heading(body) or path.stem
+    heading = str(title) if title else first_heading(body)
+    return redact(heading) if heading else classify.redacted_name(path.stem)
+
+
+def shown_path(rel: str) -> str:
+    """An entry's path as it is shown: a secret in a hand-made file name redacted
+    (`keys-AKIA….md` is listed as `keys-redacted-aws_access_key_id.md`, as the record's source
+    says); get_entry accepts that path too."""
+    return classify.redacted_name(rel)
+
+
+def _entry_shown_as(home: Home, category: str, rel: str) -> Path | None:
+    """The file listed as `rel` (the newest, should two hand-made names redact alike)."""
+    if "redacted-" not in rel:
+        return None
+    found = []
+    for path in entry_paths(home, category):
+        try:
+            if shown_path(home.rel(path)) == rel:
+                found.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    return max(found)[1] if found else None
 
 
 def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
@@ -220,7 +245,9 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
         raise InvalidParams("'path' must look like knowledge/<category>/<name>.md",
                             param="path")
     if not path.exists() and not path.is_symlink():
-        raise NotFound(f"no knowledge entry at {rel}", path=rel)
+        path = _entry_shown_as(home, parts[1], str(rel)) or path
+        if not path.exists():
+            raise NotFound(f"no knowledge entry at {rel}", path=rel)
     text = read_entry_text(path, warnings) if is_own_file(home, path) else None
     if text is None:
         raise InvalidParams(f"cannot read {rel}: not a regular file inside the home (a "
@@ -229,8 +256,11 @@ def get_entry(home: Home, rel: object, warnings: ReadWarnings | None = None,
     own = note_project(meta)
     if project is not None and own not in (None, project):
         raise NotFound(f"no knowledge entry at {rel} in project {project}", path=rel)
-    return {"path": str(rel), "category": parts[1], "title": _title_of(meta, body, path),
-            "project": own, "body": body}
+    # The body is redacted on its way out, as an archived note is: a hand edit may have added
+    # a secret to the file, which keeps what was written (SPEC §3.1).
+    return {"path": shown_path(str(rel)), "category": parts[1],
+            "title": _title_of(meta, body, path),
+            "project": own, "body": redact(body)}
 
 
 def write_entry(path: Path, text: str) -> None:

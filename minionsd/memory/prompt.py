@@ -9,6 +9,7 @@ Pure functions over file texts, so they are easy to test; the caller reads the f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,11 +111,36 @@ def _readable_parts(header: str, parts: list[str]) -> tuple[str, list[str]]:
     return header, [_readable(p, i == len(parts) - 1) for i, p in enumerate(parts)]
 
 
-def team_notes_section(text: str | None, max_bytes: int, fence_max: int) -> Section | None:
+def _keep_text(text: str) -> str:
+    return text
+
+
+def _newest_clean(header: str, parts: list[str], max_bytes: int, footer: Any,
+                  clean: Callable[[str], str]) -> tuple[str, bool]:
+    """newest_within over `clean`ed text, cleaning only what can be shown: the header and the
+    newest parts until they alone are over `max_bytes` (older ones are left out whatever they
+    hold, and only counted)."""
+    kept: list[str] = []
+    size = 0
+    for part in reversed(parts):
+        if size > max_bytes:
+            break
+        kept.append(clean(part))
+        size += utf8_len(kept[-1])
+    kept.reverse()
+    older = len(parts) - len(kept)
+    body, cut = newest_within(clean(header), kept, max_bytes, lambda n: footer(n + older))
+    return body, cut or older > 0
+
+
+def team_notes_section(text: str | None, max_bytes: int, fence_max: int,
+                       clean: Callable[[str], str] = _keep_text) -> Section | None:
+    """The Team Notes section: the newest whole sections of notes.md within `max_bytes`, each
+    passed through `clean` (the daemon redacts them: notes.md may be edited by hand)."""
     if not text:
         return None
     header, sections = _readable_parts(*notesfile.split_sections(text))
-    body, cut = newest_within(header, sections, max_bytes, _team_footer)
+    body, cut = _newest_clean(header, sections, max_bytes, _team_footer, clean)
     return _section("team_notes", "team-notes:notes.md", body, cut, fence_max)
 
 
@@ -124,12 +150,12 @@ def _notebook_footer(n: int) -> str:
     return f"_{n} older entr{'ies' if n != 1 else 'y'} of this notebook left out._\n"
 
 
-def personal_section(text: str | None, agent: str, max_bytes: int,
-                     fence_max: int) -> Section | None:
+def personal_section(text: str | None, agent: str, max_bytes: int, fence_max: int,
+                     clean: Callable[[str], str] = _keep_text) -> Section | None:
     if not text or not text.strip():
         return None
     header, entries = _readable_parts(*notebooks.split_entries(text))
-    body, cut = newest_within(header, entries, max_bytes, _notebook_footer)
+    body, cut = _newest_clean(header, entries, max_bytes, _notebook_footer, clean)
     return _section("personal_memory", f"personal-memory:knowledge/agents/{agent}.md", body,
                     cut, fence_max)
 

@@ -31,7 +31,9 @@ from minionsd.memory.retrieval import related as related_mod
 from minionsd.memory.retrieval.index import RecallIndex
 from minionsd.memory.retrieval.memos import TaskQuery
 from minionsd.storage import read_txn, records, telemetry
+from minionsd.storage.record_filters import check_project_bound
 from minionsd.text.fence import fence
+from minionsd.text.redact import redact
 from minionsd.text.task import check_optional_name, check_task
 from minionsd.text.wire_json import Encoded
 
@@ -39,15 +41,17 @@ log = structlog.get_logger()
 
 
 def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | None,
-                    agent: str | None, now: datetime) -> tuple[list[str], dict[str, Any] | None]:
-    """A task's terms, and (when it has any) its pack with the fenced text and its size."""
+                    agent: str | None, now: datetime,
+                    bound: bool = False) -> tuple[list[str], dict[str, Any] | None]:
+    """A task's terms, and (when it has any) its pack with the fenced text and its size.
+    `bound`: the caller is bound to `project` (no record of another project is a candidate)."""
     if app.recall_index is None:  # an App made without one (tests, tools)
         app.recall_index = RecallIndex()
     parts = app.recall_index.memos.task_query(task)
     terms = list(parts.terms)
     if not terms:
         return terms, None
-    found = _pack(app, conn, task, terms, project, agent, now, parts)
+    found = _pack(app, conn, task, terms, project, agent, now, parts, bound=bound)
     if found["selected"]:
         found["bytes"] = prompt.utf8_len(found["pack"])
         found["text"] = fence(found["pack"], prompt.relevant_source(task["id"]),
@@ -56,7 +60,8 @@ def _terms_and_pack(app: App, conn: Any, task: dict[str, Any], project: str | No
 
 
 def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: str | None,
-          agent: str | None, now: datetime, parts: TaskQuery | None = None) -> dict[str, Any]:
+          agent: str | None, now: datetime, parts: TaskQuery | None = None, *,
+          bound: bool = False) -> dict[str, Any]:
     """The read-only part of a retrieval, run on a reader connection. `parts`: the task's
     query, when the caller has it."""
     cfg = app.config
@@ -69,7 +74,8 @@ def _pack(app: App, conn: Any, task: dict[str, Any], terms: list[str], project: 
     with read_txn.snapshot(conn):
         found = candidates_mod.fetch_candidates(
             index, conn, terms, project=project, agent=agent, now_iso=iso(now),
-            limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming)
+            limit=cfg["engine.memory_retrieval_candidate_limit"], naming=parts.naming,
+            bound=bound)
         memos = index.memos
         ranked = rank_mod.rank_lazily(found, task_files=list(parts.files),
                                       project=project, agent=agent, now=now, memos=memos,
@@ -148,7 +154,8 @@ def _log_telemetry_failure(done: Future[Any], count: int) -> None:
 
 def _outcome(app: App, conn: Any, task: dict[str, Any], project: str | None,
              agent: str | None, now: datetime, started: float,
-             failure: BaseException | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+             failure: BaseException | None = None,
+             bound: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """One retrieval's result and its telemetry row. With retrieval on, this runs on a reader
     thread with its connection `conn`: the task's terms, the ranking, the fence, the result
     all made there, so the event loop that serves every client only hands the answer on.
@@ -166,7 +173,7 @@ def _outcome(app: App, conn: Any, task: dict[str, Any], project: str | None,
         try:
             if failure is not None:
                 raise failure
-            terms, found = _terms_and_pack(app, conn, task, project, agent, now)
+            terms, found = _terms_and_pack(app, conn, task, project, agent, now, bound)
             result["terms"] = terms
             if found is None:
                 result["fallback_reason"] = "no_terms"
@@ -194,14 +201,14 @@ def _outcome(app: App, conn: Any, task: dict[str, Any], project: str | None,
 
 
 async def _retrieved(app: App, task: dict[str, Any], project: str | None, agent: str | None,
-                     finish: Any = None) -> tuple[Any, dict[str, Any]]:
+                     finish: Any = None, bound: bool = False) -> tuple[Any, dict[str, Any]]:
     """(result, telemetry row) of one retrieval; `finish(result)`, when given, runs where the
     result was made (on the reader thread) and its value is returned in the result's place."""
     started = time.perf_counter()
     now = app.now()
 
     def done(conn: Any, failure: BaseException | None = None) -> tuple[Any, dict[str, Any]]:
-        result, row = _outcome(app, conn, task, project, agent, now, started, failure)
+        result, row = _outcome(app, conn, task, project, agent, now, started, failure, bound)
         return (result if finish is None else finish(result)), row
 
     if not app.config["features.memory_retrieval"]:
@@ -214,14 +221,14 @@ async def _retrieved(app: App, task: dict[str, Any], project: str | None, agent:
 
 async def retrieve(app: App, task: dict[str, Any], project: str | None,
                    agent: str | None, queue: TelemetryQueue, *,
-                   wait_for_telemetry: bool = True) -> dict[str, Any]:
+                   wait_for_telemetry: bool = True, bound: bool = False) -> dict[str, Any]:
     """One retrieval and its telemetry row.
 
     With `wait_for_telemetry` the row is committed before this returns and a failure to store
     it is reported as ``telemetry_error`` (prompt assembly then falls back to the legacy
     pair); without, the row is queued (see TelemetryQueue) and a failure is only logged.
     """
-    result, row = await _retrieved(app, task, project, agent)
+    result, row = await _retrieved(app, task, project, agent, bound=bound)
     if not wait_for_telemetry:
         queue.add(row)
         return result
@@ -234,35 +241,42 @@ async def retrieve(app: App, task: dict[str, Any], project: str | None,
 
 
 async def retrieve_encoded(app: App, task: dict[str, Any], project: str | None,
-                           agent: str | None, queue: TelemetryQueue) -> Encoded:
+                           agent: str | None, queue: TelemetryQueue, *,
+                           bound: bool = False) -> Encoded:
     """memory.retrieve's answer: :func:`retrieve` without waiting for the telemetry row, its
     result encoded for the wire on the reader thread that made it."""
-    result, row = await _retrieved(app, task, project, agent, Encoded)
+    result, row = await _retrieved(app, task, project, agent, Encoded, bound)
     queue.add(row)
     return result
 
 
 def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
+    """Team Notes and Personal Memory, from files a person may edit by hand: what they show is
+    redacted on its way into the prompt, as every derived surface is (SPEC §3.1)."""
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections = []
     team = prompt.team_notes_section(read_text(app.home.notes, app.file_warnings),
                                      cfg["engine.team_notes_max_bytes"],
-                                     fence_max)
+                                     fence_max, clean=redact)
     if team is not None:
         sections.append(team)
     if agent is not None and has_notebook(agent, cfg.agents):
         path = app.notebook(agent)
         notebook = read_text(path, app.file_warnings) if path is not None else None
         personal = prompt.personal_section(notebook, agent,
-                                           cfg["engine.personal_memory_max_bytes"], fence_max)
+                                           cfg["engine.personal_memory_max_bytes"], fence_max,
+                                           clean=redact)
         if personal is not None:
             sections.append(personal)
     return sections
 
 
 async def assemble(app: App, task: dict[str, Any], project: str | None,
-                   agent: str | None, queue: TelemetryQueue) -> dict[str, Any]:
+                   agent: str | None, queue: TelemetryQueue, *,
+                   bound: bool = False) -> dict[str, Any]:
+    """The prompt's memory block. A caller bound to `project` gets no legacy pair: notes.md
+    and the notebooks hold every project's notes, and cannot be told apart by project."""
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections: list[prompt.Section] = []
@@ -271,12 +285,12 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
                                    fence_max)
     if pinned is not None:
         sections.append(pinned)
-    retrieval = await retrieve(app, task, project, agent, queue)
+    retrieval = await retrieve(app, task, project, agent, queue, bound=bound)
     use_pack = (retrieval["mode"] == "active" and retrieval["fallback_reason"] is None
                 and "telemetry_error" not in retrieval)
     if use_pack:
         sections.append(prompt.relevant_section(retrieval["text"], task["id"]))
-    else:
+    elif not bound:
         sections += await app.off_loop(_legacy, app, agent, name="legacy-memory")
     return {"text": prompt.render(sections), "memory_mode": "relevant" if use_pack else "legacy",
             "sections": [s.to_wire() for s in sections], "retrieval": retrieval}
@@ -303,19 +317,24 @@ class RecallSurface(Surface):
     def methods(self) -> dict[str, Any]:
         app = self.app
 
-        async def memory_retrieve(task: Any, project: Any = None,
-                                  agent: Any = None) -> dict[str, Any]:
+        async def memory_retrieve(task: Any, project: Any = None, agent: Any = None,
+                                  project_bound: Any = None) -> dict[str, Any]:
             clean = check_task(task)
+            project = check_optional_name(project, "project")
+            bound = check_project_bound(project_bound, project)
             # The row is queued, not awaited: the caller does not depend on it, and
             # telemetry.retrievals waits for queued writes before it reads.
-            return await retrieve_encoded(app, clean, check_optional_name(project, "project"),
-                                          check_optional_name(agent, "agent"), self.telemetry)
+            return await retrieve_encoded(app, clean, project,
+                                          check_optional_name(agent, "agent"), self.telemetry,
+                                          bound=bound)
 
-        async def prompt_assemble(task: Any, project: Any = None,
-                                  agent: Any = None) -> dict[str, Any]:
+        async def prompt_assemble(task: Any, project: Any = None, agent: Any = None,
+                                  project_bound: Any = None) -> dict[str, Any]:
             clean = check_task(task)
-            return await assemble(app, clean, check_optional_name(project, "project"),
-                                  check_optional_name(agent, "agent"), self.telemetry)
+            project = check_optional_name(project, "project")
+            bound = check_project_bound(project_bound, project)
+            return await assemble(app, clean, project, check_optional_name(agent, "agent"),
+                                  self.telemetry, bound=bound)
 
         async def telemetry_retrievals(limit: Any = None) -> dict[str, Any]:
             self.telemetry.flush()  # rows of retrievals that returned before this call

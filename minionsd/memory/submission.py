@@ -19,8 +19,10 @@ from minionsd.clock import date_stamp
 from minionsd.errors import Conflict, InvalidParams
 from minionsd.memory.consolidate.breaker import content_hash
 from minionsd.memory.identity import AGENT_TRUST
-from minionsd.memory.inbox import KINDS
+from minionsd.memory.inbox import KINDS, note_project
 from minionsd.storage import journal, submissions
+from minionsd.storage.record_fields import check_project_name
+from minionsd.storage.record_filters import check_project_bound
 from minionsd.text.markdown import (
     FrontMatterError,
     first_heading,
@@ -42,6 +44,10 @@ class Submission:
     task: str | None
     body: str  # the body as written under the front matter
     identity: str  # what duplicates compare: identity_hash(body, front matter)
+    project: str | None = None
+    # the caller is bound to `project` (a gateway token): a finding's conflict does not name
+    # another project's note
+    bound: bool = False
 
 
 def check_author(author: object) -> str:
@@ -82,6 +88,8 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
                             param="kind")
     title, project, task, pr, outcome = (_opt(params, k) for k in
                                          ("title", "project", "task", "pr", "outcome"))
+    check_project_name(project)  # retrieval's rule: a note it could never ask for is unseen
+    bound = check_project_bound(params.get("project_bound"), project)
     if title is not None:
         check_one_line(title, "title")
     hold = params.get("hold", False)
@@ -118,7 +126,7 @@ def prepare_submission(params: dict[str, Any], now: datetime) -> Submission:
         body = f"# {title}\n\n{body}"  # a readable note, and a KB entry named after it
     body = body if body.endswith("\n") else body + "\n"
     return Submission(name, render_note(meta, body), kind, author, task, body,
-                      identity_hash(body, meta))
+                      identity_hash(body, meta), project, bound)
 
 
 # Front-matter keys that change what a note becomes (its record's scope, kind, task and PR):
@@ -177,6 +185,23 @@ def numbered_name(name: str, n: int) -> str:
     return name if n == 1 else f"{name.removesuffix('.md')}-{n}.md"
 
 
+def _visible_to(conn: Any, name: str, inbox_dir: Path, project: str | None) -> bool:
+    """Whether the note submitted as `name` is one a caller bound to `project` may be told
+    about: its front matter names that project or none. A note that can no longer be read
+    (pruned) is not."""
+    try:
+        text: str | None = (inbox_dir / name).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        text = journal.latest_content(conn, name)
+    if text is None:
+        return False
+    try:
+        meta, _body = parse_note(text)
+    except FrontMatterError:
+        return False
+    return note_project(meta if isinstance(meta, dict) else {}) in (None, project)
+
+
 def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
                       now: datetime) -> tuple[str, bool]:
     """Claim a name (and the task, for a finding) in state.db: (name, written).
@@ -198,6 +223,10 @@ def record_submission(conn: Any, sub: Submission, inbox_dir: Path,
         n += 1
     if sub.kind == "finding":
         first = submissions.finding_for(conn, sub.task)
+        if first and sub.bound and not _visible_to(conn, first[0], inbox_dir, sub.project):
+            raise Conflict(f"task {sub.task!r} already has a finding (one is kept per task), "
+                           f"of another project: a caller bound to project {sub.project} is "
+                           "not shown it", task=sub.task)
         if first:
             raise Conflict(f"task {sub.task!r} already has a finding: {first[0]} "
                            f"by {first[1]}", first=first[0])

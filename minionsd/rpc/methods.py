@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from minionsd.config import check_value, lookup_key
+from minionsd.config import check_value
 from minionsd.errors import ConfigError, InvalidParams, NotFound
 from minionsd.memory import purge
 from minionsd.memory.app import RESTART_KEYS, App
@@ -38,8 +38,11 @@ def _new_fields(body: Any, type: Any, scope: Any, trust: Any, source: Any,
 
 
 def _redacted(fields: dict[str, Any]) -> dict[str, Any]:
-    """A record is a derived surface like any other: no secret is stored (SPEC §3.1)."""
-    return {**fields, "title": redact(fields["title"]), "body": redact(fields["body"])}
+    """A record is a derived surface like any other: no secret is stored (SPEC §3.1). The
+    source is shown in every pack's provenance line, so it is redacted too (an import's URL may
+    hold a password)."""
+    return {**fields, "title": redact(fields["title"]), "body": redact(fields["body"]),
+            "source": redact(fields["source"])}
 
 
 def _prepare_new(scratch: Any, fields: dict[str, Any]) -> dict[str, Any]:
@@ -114,8 +117,7 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
             return {"value": app.config.configured()}
         if not isinstance(key, str):
             raise InvalidParams("'key' must be a string", param="key")
-        lookup_key(key)
-        return {"value": app.config.get(key)}
+        return {"value": app.config.get(key)}  # an unknown key is refused, with a suggestion
 
     async def config_set(key: str, value: Any) -> dict[str, Any]:
         if not isinstance(key, str):
@@ -175,9 +177,10 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
 
     async def memory_search(query: Any, type: Any = None, scope: Any = None,
                             status: Any = None, project: Any = None, agent: Any = None,
-                            limit: Any = 20) -> Encoded:
+                            limit: Any = 20, project_bound: Any = None) -> Encoded:
         params = {"query": query, "type": type, "scope": scope, "status": status,
-                  "project": project, "agent": agent, "limit": limit}
+                  "project": project, "agent": agent, "limit": limit,
+                  "project_bound": project_bound}
         return await app.db.read(_search_wire, params, app.now())
 
     async def memory_pin(id: Any) -> dict[str, Any]:

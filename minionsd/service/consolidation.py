@@ -255,13 +255,13 @@ class ConsolidationService:
         async def inbox_submit(body: Any, author: Any, title: Any = None, kind: Any = None,
                                project: Any = None, task: Any = None, pr: Any = None,
                                outcome: Any = None, hold: Any = False,
-                               trust: Any = None) -> dict[str, Any]:
+                               trust: Any = None, project_bound: Any = None) -> dict[str, Any]:
             if author == ENGINE:
                 raise InvalidParams(f"'author' {ENGINE!r} is reserved for the daemon's own "
                                     "alerts", param="author")
             params = {"body": body, "author": author, "title": title, "kind": kind,
                       "project": project, "task": task, "pr": pr, "outcome": outcome,
-                      "hold": hold, "trust": trust}
+                      "hold": hold, "trust": trust, "project_bound": project_bound}
             result = await self.app.off_loop(self.submit_sync, params, name="submit")
             self.poke()
             return result

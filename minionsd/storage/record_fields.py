@@ -89,6 +89,36 @@ def check_scope(scope: object, name: str = "scope") -> str:
                         param=name)
 
 
+MAX_PROJECT = 200
+
+
+def project_name_problem(value: str) -> str | None:
+    """What keeps `value` from being a project name retrieval can ask for (SPEC §3.3: 1 to
+    MAX_PROJECT characters, matched exactly, so no space or line break before or after it),
+    or None when it is one."""
+    if not value.strip():
+        return "got an empty name (leave it out for no project)"
+    if len(value) > MAX_PROJECT:
+        return f"got {len(value)} characters"
+    if value != value.strip():
+        return f"got {value[:60]!r}, which begins or ends with a space or line break"
+    return None
+
+
+def check_project_name(value: object, name: str = "project") -> str | None:
+    """`value` when it is None or a project name (project_name_problem), else -32602 naming
+    `name`: a note or record of a project retrieval can never match would go unseen."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidParams(f"'{name}' must be a string (a project name)", param=name)
+    problem = project_name_problem(value)
+    if problem is not None:
+        raise InvalidParams(f"'{name}' must be a project name of 1 to {MAX_PROJECT} characters "
+                            f"without spaces around it; {problem}", param=name)
+    return value
+
+
 def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InvalidParams(f"'{name}' must be one of {', '.join(choices)}; got {value!r}",
@@ -107,6 +137,17 @@ def _scrub(value: Any) -> Any:
         return {_scrub(k): scrub_surrogates(v) if isinstance(v, str) else _scrub(v)
                 for k, v in value.items()}
     return value
+
+
+def _new_scope(value: object) -> str:
+    """A new record's scope: `project:<name>` names a project retrieval can ask for."""
+    scope = check_scope(value)
+    problem = project_name_problem(scope.removeprefix("project:")) \
+        if scope.startswith("project:") else None
+    if problem is not None:
+        raise InvalidParams(f"'scope' project:<name> needs a project name of 1 to {MAX_PROJECT} "
+                            f"characters without spaces around it; {problem}", param="scope")
+    return scope
 
 
 def validate_new(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,13 +169,13 @@ def validate_new(params: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidParams("'pr' must be a string or number", param="pr")
     return {
         "type": check_choice(params.get("type"), "type", TYPES),
-        "scope": check_scope(params.get("scope")),
+        "scope": _new_scope(params.get("scope")),
         "trust": check_choice(params.get("trust"), "trust", TRUSTS),
         "title": opt_str(params, "title", 500) or "",
         "body": body,
         "source": source[:1000],
         "author": opt_str(params, "author", 200),
-        "project": opt_str(params, "project", 200),
+        "project": check_project_name(params.get("project")),
         "agent": opt_str(params, "agent", 200),
         "task": opt_str(params, "task", 200),
         "pr": None if pr is None else str(pr),

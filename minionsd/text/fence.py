@@ -1,20 +1,18 @@
 """The untrusted-input fence around recalled memory: its shape, escaping, the source attribute.
 
-Everything minionsd puts in front of an agent from memory (pinned context, the retrieval pack,
-team notes, notebooks) goes through :func:`fence`. Pure functions with three guarantees:
+All recalled memory put in front of an agent goes through :func:`fence`. Three guarantees:
 
 * The fenced block holds exactly one opening tag (its first line) and one closing tag (its
   last line). No reader, human or model, can find another ``<UNTRUSTED-INPUT`` or
   ``</UNTRUSTED-INPUT`` in the body, however it is spelt: any case, spaces, slashes or line
-  breaks inside, ``_`` for ``-``, invisible characters, accents, HTML entities (also
-  double-encoded), ``%3C``-style escapes, fullwidth forms and every look-alike the Unicode
-  confusables data lists for the tag's letters, brackets, slash and dash (the table in
-  minionsd/confusables.py), and markup a renderer drops inside a word (emphasis and code
-  markers, backslash escapes, inline HTML tags and comments: minionsd/text/fence_markup.py).
-  Such an attempt has its opening bracket replaced by ``[<]``.
+  breaks inside, ``_`` for ``-``, invisible or blank characters, accents, HTML entities (also
+  double-encoded), ``%3C``-style escapes, fullwidth forms, every look-alike the Unicode
+  confusables data lists for the tag's characters (the table in confusables.py), and markup a
+  renderer drops inside a word (emphasis and code markers, backslash escapes, inline HTML tags
+  and comments: fence_markup.py). Such an attempt has its opening bracket replaced by ``[<]``.
 * The source attribute holds no quotes, angle brackets, backslashes, ampersands or control
   characters and is at most 200 characters, so it cannot end the attribute or the tag.
-* Cuts never split a character (minionsd/textcut.py). Text that does not imitate the fence
+* Cuts never split a character (textcut.py). Text that does not imitate the fence
   passes byte for byte (``a < b``, ``<div>``): a match needs the fence name after a bracket.
 """
 
@@ -44,8 +42,10 @@ DEFAULT_MAX_BYTES = 65536
 _OPEN_LOOKALIKES = frozenset(OPEN)
 _CLOSE_LOOKALIKES = frozenset(CLOSE)
 _READER = {**READER, **dict.fromkeys(OPEN, "<"), **dict.fromkeys(CLOSE, ">")}
-# Invisible in most renderings but not in a format (Cf) or mark category.
-_INVISIBLE_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u034f")
+# Blank on screen but not a format (Cf) or mark character: the Hangul fillers, BRAILLE PATTERN
+# BLANK, MUSICAL SYMBOL NULL NOTEHEAD; and unassigned code points Unicode reserves as ignorable.
+_INVISIBLE_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\U0001d159")
+_IGNORABLE_UNASSIGNED = ((0x2065, 0x2065), (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF))
 
 # Where a fence imitation can start in the raw text: a bracket look-alike, or the first
 # character of an HTML entity or of a %3C / \u003c / \x3c escape (in any NFKD-equivalent form).
@@ -66,14 +66,14 @@ _WS_RE = re.compile(r"\s+")
 
 
 def _is_invisible(ch: str) -> bool:
-    if ch in _INVISIBLE_EXTRA:
-        return True
     cat = unicodedata.category(ch)
     if cat == "Cc":
         # Python counts \x1c-\x1f and \x85 as spaces, but nothing renders them: a reader
         # sees "un\x1ctrusted" as one word.
         return ch not in "\t\n\x0b\x0c\r"
-    return cat in ("Cf", "Mn", "Me")
+    if cat == "Cn":  # unassigned: a default-ignorable one is drawn as nothing
+        return any(lo <= ord(ch) <= hi for lo, hi in _IGNORABLE_UNASSIGNED)
+    return cat in ("Cf", "Mn", "Me") or ch in _INVISIBLE_EXTRA
 
 
 def _visible_chars(text: str, start: int) -> Iterator[tuple[str, int, int]]:

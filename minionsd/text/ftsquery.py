@@ -356,6 +356,9 @@ def _aux_text(paths: list[str], tags: list[str], sources: list[str]) -> str:
 
 
 _MAX_PHRASE_TOKENS = 16
+# What separates two words of a query even without a space (`ECONNRESET,timeout`): marks that
+# never join the parts of an identifier or a path.
+_WORD_BREAK_RE = re.compile(r"[\s,;()\[\]{}<>\"'!?|]+")
 
 
 def search_expression(text: str, max_terms: int = 32) -> str | None:
@@ -370,13 +373,15 @@ def search_phrases(text: str, max_terms: int = 32) -> list[str]:
     A plain word is one term. An identifier or path (`ERR_CONN_RESET`,
     `src/auth/token_refresh.py`) is searched whole: as a phrase of its tokens in order, plus
     its glued form from the indexed aux column, but not as its separate parts, which are
-    common words that would match most of the table and bury the hit. Stop words are
-    dropped unless nothing else remains. Never raises; empty when nothing is searchable.
+    common words that would match most of the table and bury the hit. Words are split at
+    white space and at marks no identifier holds (commas, semicolons, brackets, quotes), so a
+    list such as `ECONNRESET,timeout` is two words. Stop words are dropped unless nothing
+    else remains. Never raises; empty when nothing is searchable.
     """
     text = normalise_phrases(text)
     wanted: dict[str, None] = {}
     fallback: dict[str, None] = {}
-    for word in unicodedata.normalize("NFC", text).split():
+    for word in _WORD_BREAK_RE.split(unicodedata.normalize("NFC", text)):
         tokens = [t.lower() for t in _TOKEN_RE.findall(word)][:_MAX_PHRASE_TOKENS]
         if len(tokens) == 1:
             if len(tokens[0]) <= MAX_TERM_CHARS:

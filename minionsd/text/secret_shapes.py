@@ -1,9 +1,10 @@
 """The vendor token table for redact.py: one named family per prefix-marked credential.
 
 Each row is `(kind, description, regex)`. The regexes carry their own right-hand boundary where
-the token has a fixed length, so a longer look-alike is not half-matched; redact.py adds the
-left-hand boundary (no letter, digit, `_` or `-` right before) and joins the table into one
-alternation, so the whole table costs one scan of the text however many rows it has.
+the token has a fixed length, so a longer look-alike is not half-matched; redact_tokens.py
+adds the left-hand boundary (no letter, digit, `_` or `-` right before, relaxed for the rows
+with a distinctive prefix) and joins the table into one alternation, so the whole table costs
+one scan of the text however many rows it has.
 
 Every shape comes from the vendor's published token format. The values they match are random
 strings with a marker no ordinary word carries (`ghp_`, `xoxb-`, `AKIA`, `hvs.`), which is what

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +145,8 @@ def test_config_get_and_set(ctl):
     assert bad.returncode == 1 and "memory_retrieval_top_kk" in bad.stderr
     wrong_type = ctl("config", "set", "engine.memory_retrieval_top_k", "lots")
     assert wrong_type.returncode == 1
+    assert "restart" in ok(ctl("config", "set", "gateway.rate_per_s", "30"))
+    assert ok(ctl("config", "get", "agents")).strip() in ("", "{}")
     # A gateway address is checked when it is set, not when `web` or `serve` first reads it.
     for key, value in (("gateway.listen", "bad"), ("gateway.public_url", "memory.example.com")):
         refused = ctl("config", "set", key, value)
@@ -304,6 +307,11 @@ def test_init_is_local_and_reports_failures_as_errors(tmp_path):
     home = tmp_path / "h"
     out = ok(run_ctl("--home", str(home), "init"))
     assert "(created)" in out and (home / "config.toml").is_file()
+    # The daemon to start is the one installed beside this Python (a venv's bin/ is often
+    # not on PATH), named in full.
+    beside = Path(sys.executable).absolute().parent / "minionsd"
+    if beside.is_file():
+        assert f"start the daemon with: {beside} --home {home}" in out, out
     assert (home / "notes" / "inbox").is_dir()
     assert "(kept)" in ok(run_ctl("--home", str(home), "init"))
     blocked = tmp_path / "a-file"
@@ -362,7 +370,10 @@ def run_against_a_dying_daemon(*args: str,
 
 
 def test_web_link_follows_the_address_serve_was_started_on(ctl):
-    configured = ok(ctl("web", "--no-open")).splitlines()[0]
+    said = ok(ctl("web", "--no-open")).splitlines()
+    assert re.search(r"works once, until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(5 minutes\)",
+                     said[1]), said
+    configured = said[0]
     assert configured.startswith("http://127.0.0.1:8765/login?code=")
     moved = ok(ctl("web", "--no-open", "--listen", "0.0.0.0:9123")).splitlines()[0]
     assert moved.startswith("http://127.0.0.1:9123/login?code=")

@@ -123,6 +123,12 @@ def test_hooks_over_url_add_memory_and_never_fail_a_session(env):
         done = ctl(*dead, "hook", "claude-code", "user-prompt", stdin=prompt, **extra)
         assert (done.returncode, done.stdout) == (0, "")
         assert len(done.stderr.strip().splitlines()) == 1
+    # A token the gateway does not know: one plain line saying so, and the session goes on.
+    done = ctl(*remote, "hook", "claude-code", "user-prompt", stdin=prompt,
+               GW_TOKEN="mnt_" + "D" * 43)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.startswith("minionsctl hook user-prompt: the gateway refused the "
+                                  "request (HTTP 401)"), done.stderr
 
 
 def test_mcp_url_bridges_stdio_to_the_gateway(env):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,16 +152,20 @@ def test_every_tool_and_resource_through_the_sdk_client(shared):
             got = await c.call_tool("memory_get", {"id": record_id})
             assert not got.is_error and got.structured_content["id"] == record_id
             assert f'<{FENCE_NAME} source="memory-record:{record_id}">' in got.content[0].text
-            assert got.structured_content["author"] == "dallas"
-            assert got.structured_content["project"] == "payments"
+            # names someone wrote are shown inside the fence, not in structured content
+            assert "author: dallas" in got.content[0].text.split(f"<{FENCE_NAME} ", 1)[1]
+            assert "author" not in got.structured_content
             assert "body" not in got.structured_content
             assert got.structured_content["text"] == got.content[0].text
 
             listed = await c.call_tool("knowledge_list", {})
             assert fenced_once(listed.content[0].text)
-            entry = next(e for e in listed.structured_content["entries"]
-                         if "refund-webhook-signature" in e["path"])
-            read = await c.call_tool("knowledge_get", {"path": entry["path"]})
+            # a path holds an author and a title: listed inside the fence only
+            listed_path = re.search(r"knowledge/\S+-refund-webhook-signature\S*\.md",
+                                    listed.content[0].text)
+            assert listed_path, listed.content[0].text
+            path = listed_path.group(0)
+            read = await c.call_tool("knowledge_get", {"path": path})
             assert "HMAC-SHA256" in read.content[0].text and fenced_once(read.content[0].text)
 
             outcome = await c.call_tool("memory_outcome", {
@@ -181,7 +186,7 @@ def test_every_tool_and_resource_through_the_sdk_client(shared):
             team = (await c.read_resource("minions://team-notes")).contents[0].text
             assert team.startswith("## Team Notes") and "team-notes:notes.md" in team
             assert fenced_once(team)
-            kb = (await c.read_resource("minions://" + entry["path"])).contents[0].text
+            kb = (await c.read_resource("minions://" + path)).contents[0].text
             assert "HMAC-SHA256" in kb and fenced_once(kb)
             seen["outcome_id"] = outcome.structured_content["id"]
         return seen

@@ -35,7 +35,8 @@ PARAMS = st.fixed_dictionaries({
     "body": BODY, "type": st.sampled_from(record_fields.TYPES), "scope": st.just("global"),
     "trust": st.sampled_from(record_fields.TRUSTS), "source": BODY,
 }, optional={
-    "title": TEXT, "author": TEXT, "project": TEXT, "task": TEXT,
+    # a project is a name retrieval can ask for (record_fields.check_project_name)
+    "title": TEXT, "author": TEXT, "project": TEXT.map(lambda t: t.strip() or "p"), "task": TEXT,
     "pr": st.one_of(st.integers(0, 10**6), TEXT), "paths": st.lists(TEXT, max_size=3),
     "tags": st.lists(TEXT, max_size=3), "importance": UNIT, "confidence": UNIT,
     "expires_at": STAMP, "created_at": STAMP, "meta": st.dictionaries(TEXT, META, max_size=3),

@@ -114,6 +114,14 @@ def test_agents_table(tmp_path):
         config.check_value("agents.dallas.nmae", "x")
     with pytest.raises(ConfigError, match="invalid agent id"):
         config.check_value("agents.bad/id.name", "x")
+    # config get shows the table and one agent's entry, as it lists them.
+    assert cfg.get("agents")["dallas"] == {"name": "Dallas", "temporary": False}
+    assert cfg.get("agents.temp-1") == {"name": "", "temporary": True}
+    assert cfg.get("agents.dallas.name") == "Dallas"
+    with pytest.raises(ConfigError, match=r"no agent 'bob' is configured"):
+        cfg.get("agents.bob")
+    with pytest.raises(ConfigError, match="invalid agent id"):
+        cfg.get("agents.bad/id")
 
 
 @pytest.mark.parametrize(("raw", "expected"), [

@@ -197,4 +197,9 @@ def test_search_expression_keeps_identifiers_whole() -> None:
     assert search_expression("src/auth/token_refresh.py") == \
         '"src auth token refresh py" OR "tokenrefresh"'
     assert search_expression("the") == '"the"'  # only stop words: search them anyway
+    # A list written without spaces is its words, not one identifier.
+    assert search_expression("ECONNRESET,timeout") == '"econnreset" OR "timeout"'
+    assert search_expression("(ERR_CONN_RESET);[retry]") == \
+        '"err conn reset" OR "errconnreset" OR "retry"'
+    assert search_expression("'src/app.py'") == search_expression("src/app.py")
     assert search_expression("  ") is None

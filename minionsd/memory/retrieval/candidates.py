@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from minionsd.memory.retrieval import eligibility, planner, scoring
@@ -48,8 +48,11 @@ def fetch_candidates(
     limit: int,
     length_b: float = scoring.LENGTH_B,
     naming: Collection[str] = (),
+    bound: bool = False,
 ) -> list[dict[str, Any]]:
-    """Up to `limit` retrievable records matching the terms, best bm25 first.
+    """Up to `limit` retrievable records matching the terms, best bm25 first; with `bound`
+    (a caller bound to `project`), none of another project (an `agent:` or `global` record
+    whose project column names another one; record_filters.BOUND_CONDITION in SQL).
 
     Each dict has the Record keys (JSON columns decoded, ``pinned`` a bool) plus ``bm25``
     (more negative is better; `length_b` is its length normalisation, fts.BM25_B for FTS5's
@@ -63,12 +66,13 @@ def fetch_candidates(
         return []
     with recall.snapshot(conn):
         return _fetch(index, conn, terms, project, agent, now_iso, limit, length_b,
-                      frozenset(naming))
+                      frozenset(naming), bound)
 
 
 def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
            project: str | None, agent: str | None, now_iso: str,
-           limit: int, length_b: float, naming: frozenset[str]) -> list[dict[str, Any]]:
+           limit: int, length_b: float, naming: frozenset[str],
+           bound: bool = False) -> list[dict[str, Any]]:
     view = index.view
     token = view.sync(conn)
     stats = index_stats(conn)
@@ -79,8 +83,14 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
     if plan is None:
         return []
     idf = {t: scoring.idf(dfs[t], stats.rows) for t in plan.scored}
-    pool = planner.pool(conn, index, token, plan, idf, math.ceil(planner.POOL_FACTOR * limit),
-                        eligibility.scopes(project, agent), now_iso)
+    size = math.ceil(planner.POOL_FACTOR * limit)
+    scopes = eligibility.scopes(project, agent)
+    if bound and project is not None:
+        pool = _in_project(conn, index, token, project,
+                           lambda want: planner.pool(conn, index, token, plan, idf, want,
+                                                     scopes, now_iso), size)
+    else:
+        pool = planner.pool(conn, index, token, plan, idf, size, scopes, now_iso)
     if not pool:
         return []
     # The scored terms grouped by their FTS5 stem (terms that are no single token dropped).
@@ -112,6 +122,38 @@ def _fetch(index: RecallIndex, conn: sqlite3.Connection, terms: list[str],
         out.append(dict(record, bm25=score, matched_terms=matched, rare_terms=named,
                         words=counted_row.words))
     return out
+
+
+def _in_project(conn: sqlite3.Connection, index: RecallIndex, token: int, project: str,
+                pool_of: Callable[[int], list[int]], size: int) -> list[int]:
+    """The first `size` of the pool (`pool_of(n)`: its first n seqs) that are not another
+    project's records. The pool's scopes are global, project:<project> and agent:<id>, so
+    only the project column can name another project. Twice the size is asked for at first,
+    so that the pool is rarely made twice."""
+    want = 2 * size
+    pool = pool_of(want)
+    while True:
+        projects = _projects(conn, index, token, pool)
+        kept = [seq for seq in pool if projects.get(seq, (None,))[0] in (None, project)]
+        if len(kept) >= size or len(pool) < want:
+            return kept[:size]
+        want *= 2
+        pool = pool_of(want)
+
+
+def _projects(conn: sqlite3.Connection, index: RecallIndex, token: int,
+              seqs: list[int]) -> dict[int, tuple[str | None]]:
+    """Each record's project column, as a 1-tuple (a cached None would read as missing)."""
+    found, missing = index.view.cached("project", seqs)
+    if missing:
+        fetched = {seq: (name,) for seq, name in fts.rows_by_seq(conn, "seq, project", missing)}
+        index.view.remember("project", fetched, token, _project_bytes)
+        found |= fetched
+    return found
+
+
+def _project_bytes(value: tuple[str | None]) -> int:
+    return 120 + len(value[0] or "")
 
 
 _ROW_SQL = ", ".join(records.WIRE_KEYS)
