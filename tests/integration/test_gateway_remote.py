@@ -127,8 +127,8 @@ def test_hooks_over_url_add_memory_and_never_fail_a_session(env):
     done = ctl(*remote, "hook", "claude-code", "user-prompt", stdin=prompt,
                GW_TOKEN="mnt_" + "D" * 43)
     assert (done.returncode, done.stdout) == (0, "")
-    assert done.stderr.startswith("minionsctl hook user-prompt: the gateway refused the "
-                                  "request (HTTP 401)"), done.stderr
+    assert done.stderr.startswith("minionsctl hook user-prompt: The gateway at "), done.stderr
+    assert "HTTP 401 (unknown)" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
 def test_mcp_url_bridges_stdio_to_the_gateway(env):
