@@ -75,8 +75,9 @@ class StdioServer:
             if not isinstance(message, dict) or "id" not in message:
                 return None
             request_id = message["id"] if valid_id(message["id"]) else None
-            return error_reply(request_id, INTERNAL_ERROR, f"{message.get('method')} failed "
-                               f"inside minionsd's MCP server: {type(exc).__name__}")
+            method = str(message.get("method"))[:80]
+            return error_reply(request_id, INTERNAL_ERROR, f"{method} failed inside minionsd's "
+                               f"MCP server: {type(exc).__name__}")
 
     def _answer(self, message: Any) -> None:
         reply = self._reply_to(message)
