@@ -60,8 +60,10 @@ def read(session: Session, uri: str) -> str:
         source = "pinned:pinned.md" if uri == PINNED_URI else "team-notes:notes.md"
         section = extract_section(prompt["text"], source)
         if section is None:
-            what = "pinned.md" if uri == PINNED_URI else "notes.md"
-            return f"({what} is empty or missing: nothing to show.)"
+            if uri == PINNED_URI:
+                return "(pinned.md is empty or missing: nothing to show.)"
+            return ("(no Team Notes to show: notes.md is empty or missing, or this session's "
+                    "token is bound to a project, and Team Notes mix every project's notes.)")
         return section
     if uri.startswith(KNOWLEDGE_PREFIX):
         path = knowledge_path(uri)

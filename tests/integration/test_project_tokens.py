@@ -91,6 +91,7 @@ def test_a_bound_token_gets_no_other_projects_team_notes_or_notebook(env):
         async with mcp_session(env, env.bound) as client:
             shown = await client.read_resource("minions://team-notes")
             assert ZEUS_WORD not in shown.contents[0].text
+            assert "bound to a project" in shown.contents[0].text  # says why it is empty
             context = await client.call_tool("memory_context",
                                              {"text": "an unrelated question about nothing"})
             assert ZEUS_WORD not in context.content[0].text
