@@ -6,8 +6,12 @@ fsync the directory. A reader therefore sees the old or the new file, never a mi
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import secrets
+import signal
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -135,33 +139,137 @@ def decode_lenient(data: bytes, path: Path, warnings: ReadWarnings | None = None
     return text
 
 
+KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `mode` is, in words ("a FIFO"); "a regular file" for one."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return next((word for test, word in KINDS if test(mode)), "not a regular file")
+
+
+class NotRegularFile(OSError):
+    """A file minionsd reads or appends to is a directory, FIFO, socket or device."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on `path` (symlinks followed), which must be a regular file: NotRegularFile
+    otherwise, FileNotFoundError when it does not exist. Never blocks: a FIFO is opened
+    O_NONBLOCK and refused, so no reader or writer ever waits for the other end."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # ENXIO: a socket, or a FIFO with no reader
+            raise
+        raise NotRegularFile(path, kind_of(os.stat(path).st_mode)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, kind_of(mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_regular(path: Path) -> None:
+    """NotRegularFile when `path` (symlinks followed) exists and is not a regular file, for a
+    reader that must not open a FIFO or device."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, kind_of(mode))
+
+
+def open_for_writing(path: Path) -> bool | None:
+    """Whether some process has the regular file `path` open for writing, so it may not be
+    fully written yet; None when that cannot be told (no file leases on this platform or file
+    system, a file owned by another user, a file that is gone).
+
+    Linux refuses a read lease (F_SETLEASE F_RDLCK, EAGAIN) on a file open for writing
+    anywhere. A lease that is granted is dropped at once; a writer opening the file in that
+    instant waits for the drop, and the lease-break signal is SIGURG, which is ignored by
+    default (the default SIGIO would end the process)."""
+    set_lease = getattr(fcntl, "F_SETLEASE", None)
+    set_sig = getattr(fcntl, "F_SETSIG", None)
+    if set_lease is None or set_sig is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.fcntl(fd, set_sig, signal.SIGURG)
+        fcntl.fcntl(fd, set_lease, fcntl.F_RDLCK)
+    except OSError as exc:
+        return True if exc.errno == errno.EAGAIN else None
+    finally:
+        os.close(fd)  # also drops the lease
+    return False
+
+
 def read_text(path: Path, warnings: ReadWarnings | None = None) -> str | None:
     """The file's text, None when it does not exist. Hand-edited files may hold bytes that are
-    not UTF-8: they are read as U+FFFD (never an error), and `warnings` is told (SPEC §2)."""
+    not UTF-8: they are read as U+FFFD (never an error), and `warnings` is told (SPEC §2).
+
+    A path that is not a regular file (a directory, a FIFO, a device) reads as missing, never
+    blocking, and `warnings` is told what it is; other errors (permissions) are raised, as a
+    caller that rewrites the file must not take an unreadable one for an empty one."""
     try:
-        data = path.read_bytes()
+        fd = open_regular(path)
     except FileNotFoundError:
+        if warnings is not None:
+            warnings.clean(path, "")  # gone: whatever was said about it no longer holds
         return None
+    except NotRegularFile as exc:
+        if warnings is not None:
+            warnings.replaced(path, f"{exc.strerror}: read as missing until it is a regular "
+                                    "file again")
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
     return decode_lenient(data, path, warnings)
+
+
+def read_shown(path: Path, warnings: ReadWarnings | None = None) -> str | None:
+    """read_text for a file that is only shown (a prompt's section), never rewritten from
+    what was read: a file that cannot be read at all (permissions, a symlink loop) is also
+    None, with a warning naming the error, so it never fails what shows it (SPEC §2)."""
+    try:
+        return read_text(path, warnings)
+    except OSError as exc:
+        if warnings is not None:
+            reason = (exc.strerror or type(exc).__name__).lower()
+            warnings.replaced(path, f"cannot be read ({reason}): left out until it can")
+        return None
 
 
 def read_tail(path: Path, size: int) -> bytes | None:
     """The file's last `size` bytes (all of it when it is shorter), None when it does not
-    exist."""
+    exist; NotRegularFile when it is a directory, FIFO or device."""
     try:
-        with open(path, "rb") as file:
-            end = file.seek(0, os.SEEK_END)
-            file.seek(max(0, end - size))
-            return file.read()
+        fd = open_regular(path)
     except FileNotFoundError:
         return None
+    with os.fdopen(fd, "rb") as file:
+        end = file.seek(0, os.SEEK_END)
+        file.seek(max(0, end - size))
+        return file.read()
 
 
 def append_synced(path: Path, data: bytes) -> None:
     """Append `data` to an existing file and fsync it. A crash during the write can leave
     only part of `data` at the end: the caller must be able to tell on its redo
-    (notesfile.history_addition does)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    (notesfile.history_addition does). NotRegularFile when `path` is a FIFO or device."""
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND)
     try:
         view = memoryview(data)
         while view:

@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from minionsd.fileio import atomic_write_text, fit_name
+from minionsd.fileio import atomic_write_text, fit_name, open_for_writing
 from minionsd.home import Home
 from minionsd.memory.filewarn import FileWarnings
 from minionsd.memory.identity import note_author
@@ -36,6 +36,7 @@ log = structlog.get_logger()
 KINDS = ("note", "finding", "feedback", "alert")
 
 _AHEAD = "its modification time is ahead of the clock"
+_OPEN = "still open for writing"
 _TEMP_SUFFIXES = ("~", ".swp", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -186,6 +187,8 @@ class Inbox:
                                    "(rename or remove it)")
             return None
         settled = self._settled(entry.name, info, settle_ms, wall_now)
+        if settled and settle_ms > 0:
+            settled = self._closed(entry)
         if info.st_size > max_bytes:
             if settled:
                 self._set_aside(may_move, entry.name, f"file is {info.st_size} bytes, over "
@@ -222,6 +225,20 @@ class Inbox:
         self._warn(name, f"{_AHEAD} ({stamp}): the note is taken once it has been unchanged "
                          "for engine.inbox_settle_ms; check the clock of whatever wrote it")
         return (wall_now - seen[1]) * 1000 >= settle_ms
+
+    def _closed(self, entry: os.DirEntry[str] | _Named) -> bool:
+        """Not held open for writing: a writer that pauses longer than the settle time while
+        writing a note in place has not finished it. Such a note waits (named in
+        status.warnings) until its writer closes it; where that cannot be told (no file
+        leases: another OS or file system, a file another user owns) settling alone decides."""
+        if open_for_writing(Path(entry.path)):
+            self._warn(entry.name, f"{_OPEN} by another process: the note is taken once "
+                                   "it is closed (write notes to a temporary name and rename "
+                                   "them into the inbox)")
+            return False
+        if self._warned.get(entry.name, "").startswith(_OPEN):
+            self._unwarn(entry.name)
+        return True
 
     def clock_time(self, note: InboxNote) -> float:
         """The note's time for waiting bounds: its mtime, or, for one dated ahead of the clock,

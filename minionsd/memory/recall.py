@@ -19,7 +19,7 @@ import structlog
 
 from minionsd.clock import iso
 from minionsd.errors import InvalidParams
-from minionsd.fileio import read_text
+from minionsd.fileio import read_shown
 from minionsd.memory import prompt
 from minionsd.memory.app import App, Surface
 from minionsd.memory.episodes import build_episode
@@ -250,21 +250,31 @@ async def retrieve_encoded(app: App, task: dict[str, Any], project: str | None,
     return result
 
 
+def _notebook_text(app: App, agent: str) -> str | None:
+    """The agent's notebook as the prompt shows it; None (with a warning) when it cannot be
+    read, so it never fails the prompt (SPEC §2)."""
+    try:
+        path = app.notebook(agent)
+    except (OSError, RuntimeError) as exc:  # resolving a symlink loop (RuntimeError on 3.11)
+        app.file_warnings.replaced(app.home.agents_dir / f"{agent}.md",
+                                   f"cannot be read ({exc}): left out until it can")
+        return None
+    return read_shown(path, app.file_warnings) if path is not None else None
+
+
 def _legacy(app: App, agent: str | None) -> list[prompt.Section]:
     """Team Notes and Personal Memory, from files a person may edit by hand: what they show is
     redacted on its way into the prompt, as every derived surface is (SPEC §3.1)."""
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections = []
-    team = prompt.team_notes_section(read_text(app.home.notes, app.file_warnings),
+    team = prompt.team_notes_section(read_shown(app.home.notes, app.file_warnings),
                                      cfg["engine.team_notes_max_bytes"],
                                      fence_max, clean=redact)
     if team is not None:
         sections.append(team)
     if agent is not None and has_notebook(agent, cfg.agents):
-        path = app.notebook(agent)
-        notebook = read_text(path, app.file_warnings) if path is not None else None
-        personal = prompt.personal_section(notebook, agent,
+        personal = prompt.personal_section(_notebook_text(app, agent), agent,
                                            cfg["engine.personal_memory_max_bytes"], fence_max,
                                            clean=redact)
         if personal is not None:
@@ -280,9 +290,9 @@ async def assemble(app: App, task: dict[str, Any], project: str | None,
     cfg = app.config
     fence_max = cfg["engine.untrusted_fence_max_bytes"]
     sections: list[prompt.Section] = []
-    pinned = prompt.pinned_section(read_text(app.home.pinned, app.file_warnings),
-                                   cfg["engine.pinned_max_code_units"],
-                                   fence_max)
+    pinned_text = await app.off_loop(read_shown, app.home.pinned, app.file_warnings,
+                                     name="pinned-read")
+    pinned = prompt.pinned_section(pinned_text, cfg["engine.pinned_max_code_units"], fence_max)
     if pinned is not None:
         sections.append(pinned)
     retrieval = await retrieve(app, task, project, agent, queue, bound=bound)
