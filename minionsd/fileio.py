@@ -81,11 +81,22 @@ def write_temp_synced(path: Path, data: bytes, mode: int = 0o600) -> Path:
     return _write_temp(path, "tmp", data, mode)
 
 
+def _rename_over(tmp: Path, path: Path) -> None:
+    """os.replace(tmp, path); an error names `path` alone (e.g. "is a directory: notes.md"),
+    not the temp file, which is gone once the caller cleans up."""
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        if exc.filename2 is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _write_temp(path, "tmp", data, mode)
     try:
-        os.replace(tmp, path)
+        _rename_over(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -364,7 +375,7 @@ def replace_all(files: list[tuple[Path, str]], mode: int = 0o600, *,
                           path))
         flush_to_disk([*(tmp for tmp, _ in temps), *also_flush])
         for tmp, path in temps:
-            os.replace(tmp, path)
+            _rename_over(tmp, path)
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)  # only those not renamed: a failure part way

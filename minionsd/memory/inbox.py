@@ -188,7 +188,7 @@ class Inbox:
             return None
         settled = self._settled(entry.name, info, settle_ms, wall_now)
         if settled and settle_ms > 0:
-            settled = self._closed(entry)
+            settled = self._closed(entry, info)
         if info.st_size > max_bytes:
             if settled:
                 self._set_aside(may_move, entry.name, f"file is {info.st_size} bytes, over "
@@ -226,11 +226,15 @@ class Inbox:
                          "for engine.inbox_settle_ms; check the clock of whatever wrote it")
         return (wall_now - seen[1]) * 1000 >= settle_ms
 
-    def _closed(self, entry: os.DirEntry[str] | _Named) -> bool:
+    def _closed(self, entry: os.DirEntry[str] | _Named, info: os.stat_result) -> bool:
         """Not held open for writing: a writer that pauses longer than the settle time while
         writing a note in place has not finished it. Such a note waits (named in
         status.warnings) until its writer closes it; where that cannot be told (no file
-        leases: another OS or file system, a file another user owns) settling alone decides."""
+        leases: another OS or file system, a file another user owns) settling alone decides.
+        A note already parsed as it is now was found closed then: it is not asked again."""
+        cached = self._cache.get(entry.name)
+        if cached is not None and cached[0] == (info.st_size, info.st_mtime_ns):
+            return True
         if open_for_writing(Path(entry.path)):
             self._warn(entry.name, f"{_OPEN} by another process: the note is taken once "
                                    "it is closed (write notes to a temporary name and rename "
