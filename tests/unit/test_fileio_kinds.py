@@ -13,11 +13,13 @@ import pytest
 from minionsd.fileio import (
     NotRegularFile,
     append_synced,
+    atomic_write_text,
     check_regular,
     open_for_writing,
     read_shown,
     read_tail,
     read_text,
+    replace_all,
 )
 
 
@@ -120,3 +122,14 @@ def test_open_for_writing_tells_a_file_a_writer_still_holds(tmp_path):
     with open(path) as reader:
         assert open_for_writing(path) is False
     assert open_for_writing(tmp_path / "gone.md") is None
+
+
+def test_writing_over_a_directory_names_the_file_not_the_temp(tmp_path):
+    target = tmp_path / "notes.md"
+    target.mkdir()
+    for write in (lambda: atomic_write_text(target, "digest\n"),
+                  lambda: replace_all([(target, "digest\n")])):
+        with pytest.raises(IsADirectoryError) as raised:
+            write()
+        assert raised.value.filename == str(target) and raised.value.filename2 is None
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]  # no temp file left
