@@ -164,3 +164,30 @@ def test_a_fifo_as_config_is_refused_at_sighup_and_at_start(make_daemon, short_h
     assert "config.toml: cannot read: is a FIFO, not a regular file" in start.stderr
     config.unlink()
     config.write_text(good)
+
+
+def test_a_batch_replaces_a_fifo_notes_file_and_notebook(make_daemon, short_home):
+    """A FIFO holds no text: the batch that appends to notes.md and the author's notebook
+    writes them as regular files, and their warnings go."""
+    home = home_with(short_home, "auto_consolidate_memory = false\n")
+    daemon = make_daemon()
+    notebook = home / "knowledge" / "agents" / "dallas.md"
+    notebook.parent.mkdir(parents=True, exist_ok=True)
+    notebook.unlink(missing_ok=True)
+    (home / "notes.md").unlink(missing_ok=True)
+    os.mkfifo(home / "notes.md")
+    os.mkfifo(notebook)
+    call(daemon, "prompt.assemble", task=TASK, agent="dallas")
+    assert {"notes.md", "knowledge/agents/dallas.md"} <= {
+        w["file"] for w in call(daemon, "status")["warnings"]}
+    call(daemon, "inbox.submit", author="dallas", title="Quince cache",
+         body="The quince cache must be warmed before the deploy.")
+    assert call(daemon, "consolidation.run", force=True)["notes"] == 1
+    assert (home / "notes.md").is_file() and notebook.is_file()
+    assert "quince" in (home / "notes.md").read_text().lower()
+    assert "Quince cache" in notebook.read_text()
+    # The next read of each (a prompt with no matching record shows both) clears its warning.
+    unmatched = {"id": "W-2", "title": "zz"}
+    shown = call(daemon, "prompt.assemble", task=unmatched, agent="dallas")["text"]
+    assert "Quince cache" in shown
+    assert call(daemon, "status")["warnings"] == []
