@@ -33,7 +33,7 @@ from minionsd.fileio import (
     read_text,
 )
 from minionsd.memory.app import App
-from minionsd.memory.consolidate import notebook_append
+from minionsd.memory.consolidate import findings, notebook_append
 from minionsd.memory.consolidate.breaker import content_hash, find_storm
 from minionsd.memory.consolidate.filing import Filing
 from minionsd.memory.consolidate.recording import Recording, short
@@ -165,7 +165,7 @@ class Pipeline:
         if recovered is not None:
             return recovered
         state = self.inbox_state()
-        notes = state.eligible()
+        notes = findings.screen(self.app, self.inbox, state.eligible())
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
         if not notes or (not force and len(notes) < threshold
                          and not self._waited_enough(notes, state.submitted)):
