@@ -4,7 +4,7 @@ Owns the table `kb_files` (migration 0003), one row per knowledge file seen: its
 hash of its text when last imported, and the record it feeds (None once the link is dropped,
 as a purge does). Also the record-side changes a KB file's fate decides: a swept or deleted
 file retracts the record that came from it alone, a moved file takes its record's source
-along. The decisions (when a file counts as changed, swept or moved) stay in jobs.py,
+along. The decisions (when a file counts as changed, swept or moved) stay in kb_sweep.py,
 knowledge.py and purge.py; each function here takes a connection inside their read or write.
 """
 
@@ -47,13 +47,27 @@ def forget_file(conn: sqlite3.Connection, rel: str, reason: str, now: datetime) 
                      (reason[:1000], iso(now), row["record_id"]))
 
 
-def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime) -> None:
-    """A reclassified file keeps its record: the link and the provenance follow the file."""
+def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime,
+              sources: tuple[str, str] | None = None) -> None:
+    """A moved or reclassified file keeps its record: the link follows the file, and so does
+    the record's source when it named the old file (`sources`: the old and new paths as a
+    source shows them, the plain paths by default). A record whose source is elsewhere (a
+    note's archived copy) keeps it."""
+    old_source, new_source = sources or (old, new)
     row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (old,)).fetchone()
-    conn.execute("UPDATE kb_files SET path = ? WHERE path = ?", (new, old))
+    conn.execute("UPDATE kb_files SET path = ?, seen_at = ? WHERE path = ?",
+                 (new, iso(now), old))
     if row and row["record_id"]:
-        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? WHERE id = ?",
-                     (new, iso(now), row["record_id"]))
+        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? "
+                     "WHERE id = ? AND source = ?",
+                     (new_source, iso(now), row["record_id"], old_source))
+
+
+def paths_at(conn: sqlite3.Connection, digest: str) -> list[tuple[str, str | None]]:
+    """(path, record id or None) of every known KB file last seen with text hash `digest`:
+    where a file that appears under a new path may have been moved from."""
+    return [(row[0], row[1]) for row in conn.execute(
+        "SELECT path, record_id FROM kb_files WHERE sha256 = ? ORDER BY path", (digest,))]
 
 
 def known_file(conn: sqlite3.Connection, rel: str) -> tuple[str, str | None] | None:
