@@ -342,8 +342,12 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: da
         record_id = previous[1] if previous else None
         if record_id is None and entry_id is not None:
             # Written by consolidation: the note's record already exists; link, don't copy.
-            record_id = kb_index.record_for_entry(conn, entry_id, rel)
+            # A file of that record the disk no longer has is this one, moved and edited.
+            record_id = kb_index.record_for_entry(conn, entry_id, rel,
+                                                  gone=lambda old: _gone(app, old))
             if record_id is not None:
+                for old in kb_index.paths_of_record(conn, record_id)[:1]:
+                    kb_index.move_file(conn, old, rel, now)
                 kb_index.link_file(conn, rel, digest, record_id, now)
                 if kb_index.record_body(conn, record_id) == fields["body"]:
                     return "unchanged"
@@ -365,8 +369,13 @@ def _moved_from(app: App, conn: Any, rel: str, digest: str) -> str | None:
     copy, whose original is still there, is a new file). None when there is no such file, or
     more than one."""
     gone = [old for old, _record in kb_index.paths_at(conn, digest)
-            if old != rel and not os.path.lexists(app.home.root / old)]
+            if old != rel and _gone(app, old)]
     return gone[0] if len(gone) == 1 else None
+
+
+def _gone(app: App, rel: str) -> bool:
+    """A known knowledge path the disk no longer has (nothing at all there, not even a link)."""
+    return not os.path.lexists(app.home.root / rel)
 
 
 def prune_swept(app: App, now: datetime) -> int:

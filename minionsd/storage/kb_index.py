@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 
 from minionsd.clock import iso
@@ -55,9 +56,13 @@ def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime,
     note's archived copy) keeps it."""
     old_source, new_source = sources or (old, new)
     row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (old,)).fetchone()
+    if row is None or old == new:
+        return
+    # What was known at the new path before (a file since gone) gives way to the moved one.
+    conn.execute("DELETE FROM kb_files WHERE path = ?", (new,))
     conn.execute("UPDATE kb_files SET path = ?, seen_at = ? WHERE path = ?",
                  (new, iso(now), old))
-    if row and row["record_id"]:
+    if row["record_id"]:
         conn.execute("UPDATE memory_records SET source = ?, updated_at = ? "
                      "WHERE id = ? AND source = ?",
                      (new_source, iso(now), row["record_id"], old_source))
@@ -80,13 +85,16 @@ def known_file(conn: sqlite3.Connection, rel: str) -> tuple[str, str | None] | N
 _ENTRY_ID_RE = re.compile(r"[0-9a-f]{16}")
 
 
-def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str) -> str | None:
+def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str,
+                     gone: Callable[[str], bool] | None = None) -> str | None:
     """The active record a consolidated entry's `entry_id` names, when `rel` may bind to it.
 
     The id must be a whole entry id (16 hex digits, the first 16 of the note's content hash):
     an empty or partial id binds nothing. The record must not belong to another file: neither
     linked to another path nor with another knowledge path as its source, so a copied entry
-    (a template) becomes a record of its own instead of taking the original's over.
+    (a template) becomes a record of its own instead of taking the original's over. A linked
+    path for which `gone` is true (the file is no longer on disk) does not count: `rel` is
+    that file, moved.
     """
     if not _ENTRY_ID_RE.fullmatch(entry_id):
         return None
@@ -98,9 +106,9 @@ def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str) -> str |
     record_id, source = rows[0][0], rows[0][1]
     if source and source.startswith("knowledge/") and source != rel:
         return None
-    other = conn.execute("SELECT 1 FROM kb_files WHERE record_id = ? AND path != ?",
-                         (record_id, rel)).fetchone()
-    return None if other else record_id
+    others = [row[0] for row in conn.execute(
+        "SELECT path FROM kb_files WHERE record_id = ? AND path != ?", (record_id, rel))]
+    return None if any(gone is None or not gone(path) for path in others) else record_id
 
 
 def fresh_hash(conn: sqlite3.Connection, rel: str) -> str:

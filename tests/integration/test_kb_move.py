@@ -62,6 +62,20 @@ def test_a_moved_note_entry_keeps_one_record_and_a_purge_names_it(make_daemon, s
     assert "0 matches" in _ctl(short_home, "search", SECRET).stdout
 
 
+def test_a_note_entry_moved_and_edited_keeps_its_record(make_daemon, short_home):
+    daemon, entry, record = _noted(make_daemon, short_home)
+    moved = short_home / "knowledge" / "architecture" / "staging-db.md"
+    moved.write_text(entry.read_text() + "\nAsk ops for the rotated one.\n")
+    entry.unlink()
+    daemon.call("maintenance.run", job="kb_sweep")
+    found = _records(daemon, SECRET)
+    assert [(r["id"], r["status"]) for r in found] == [(record["id"], "active")]
+    assert "rotated one" in found[0]["body"]
+    done = _ctl(short_home, "purge", record["id"], "--reason", "leaked password")
+    assert done.returncode == 0, done.stderr
+    assert str(moved.relative_to(short_home)) in done.stdout.split()
+
+
 def test_a_purge_names_a_copied_entry_found_by_its_text(make_daemon, short_home):
     _daemon, entry, record = _noted(make_daemon, short_home)
     copy = short_home / "knowledge" / "architecture" / "staging-db-copy.md"
