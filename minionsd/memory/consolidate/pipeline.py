@@ -87,6 +87,7 @@ class Pipeline:
         # of the same batch write nothing).
         self._submit_note = submit_note
         self._abandon = threading.Event()
+        self._history_warned = False  # status names a notes-history.md leading out of the home
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
         self.filing = Filing(app, self._step)
@@ -305,9 +306,29 @@ class Pipeline:
             text = notesfile.append_section(current, notesfile.render_section(digest, batch.id))
             kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
             self._step("notes")
-            if moved:
+            if moved and self._history_leads_out():
+                kept = text  # never followed out of the home (SPEC §2): notes.md keeps them
+            elif moved:
                 self._move_to_history(moved, text)
             atomic_write_text(notes_path, kept)
+
+    def _history_leads_out(self) -> bool:
+        """Whether notes-history.md (or notes/archive/) is a symlink leading out of the home:
+        such a link is never followed (SPEC §2), neither read nor appended to. The sections
+        bounding would move there stay in notes.md, and status.warnings names the link until
+        it is replaced by a file or by a link inside the home."""
+        history = self.app.home.notes_history
+        if history.resolve().is_relative_to(self.app.home.root.resolve()):
+            if self._history_warned:
+                self._history_warned = False
+                self.app.file_warnings.forget(history)
+            return False
+        self._history_warned = True
+        self.app.file_warnings.replaced(
+            history, "a symlink leading out of the home: never followed, so digest sections "
+                     "beyond engine.notes_max_bytes stay in notes.md until the link is replaced "
+                     "by a file (or a link inside the home)")
+        return True
 
     def _move_to_history(self, moved: str, bounded: str) -> None:
         """History first: a redo after a crash between the two writes finds the sections
@@ -333,6 +354,8 @@ class Pipeline:
 
     def _in_history(self, batch_id: str) -> bool:
         # Written only under the notes.md lock, which the caller holds (only on a redo).
+        if self._history_leads_out():
+            return False
         text = read_text(self.app.home.notes_history, self.app.file_warnings)
         return text is not None and notesfile.contains_entry(text, batch_id)
 
