@@ -88,6 +88,7 @@ class Pipeline:
         self._submit_note = submit_note
         self._abandon = threading.Event()
         self._history_warned = False  # status names a notes-history.md leading out of the home
+        self.redo_failure: Exception | None = None  # why an open batch's last redo failed
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
         self.filing = Filing(app, self._step)
@@ -163,14 +164,16 @@ class Pipeline:
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
-        if recovered is not None:
+        if recovered is not None and self.redo_failure is None:
             return recovered
         state = self.inbox_state()
         notes = state.eligible()
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
         if not notes or (not force and len(notes) < threshold
                          and not self._waited_enough(notes, state.submitted)):
-            return BatchResult()
+            if self.redo_failure is not None:  # nothing else ran: that batch is the news
+                raise self.redo_failure
+            return recovered or BatchResult()
         batch = notes[: self.app.config["engine.consolidation_max_batch"]]
         batch_id = self._journal(batch)
         return self.execute(batch_id)
@@ -178,8 +181,11 @@ class Pipeline:
     def recover(self) -> BatchResult | None:
         """Redo open batches. One that fails is logged and stays open for the next try (its
         notes are not picked again meanwhile), so neither start-up nor later batches wait on
-        it; a note that alone cannot be stored is set aside (see _upsert_records)."""
+        it; a note that alone cannot be stored is set aside (see _upsert_records). The last
+        redo's error is kept in `redo_failure` (None when every open batch ran through), so
+        the caller can report it: run() raises it when no other batch runs."""
         result = None
+        self.redo_failure = None
         for batch_id in self.app.db.read_blocking(journal.open_batch_ids):
             log.info("consolidation.resume", batch=batch_id)
             try:
@@ -189,6 +195,7 @@ class Pipeline:
             except Exception as exc:
                 log.exception("consolidation.resume_failed", batch=batch_id,
                               error=short(exc))
+                self.redo_failure = exc
         return result
 
     def _journal(self, batch: list[InboxNote]) -> str:
