@@ -140,3 +140,21 @@ def test_history_symlink_out_of_the_home_is_never_followed(make_daemon, short_ho
     assert "History fact 0" in (archive / "notes-history.md").read_text()
     assert not any(w["file"] == "notes/archive/notes-history.md"
                    for w in daemon.call("status")["warnings"])
+
+
+def test_history_symlink_loop_keeps_the_sections_in_notes(make_daemon, short_home):
+    short_home.mkdir(parents=True)
+    (short_home / "config.toml").write_text(SETTINGS + "notes_max_bytes = 1024\n")
+    archive = short_home / "notes" / "archive"
+    archive.mkdir(parents=True)
+    (archive / "notes-history.md").symlink_to("notes-history.md")  # points at itself
+    daemon = make_daemon()
+    for n in range(4):
+        daemon.call("inbox.submit", author="ripley", title=f"Loop fact {n}",
+                    body=f"Loop fact {n} " + "z" * 300)
+        assert daemon.call("consolidation.run", force=True)["notes"] == 1
+    notes = (short_home / "notes.md").read_text()
+    assert all(f"Loop fact {n}" in notes for n in range(4)), notes
+    warning = next(w for w in daemon.call("status")["warnings"]
+                   if w["file"] == "notes/archive/notes-history.md")
+    assert "does not resolve" in warning["reason"]

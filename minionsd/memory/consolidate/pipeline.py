@@ -325,16 +325,21 @@ class Pipeline:
         bounding would move there stay in notes.md, and status.warnings names the link until
         it is replaced by a file or by a link inside the home."""
         history = self.app.home.notes_history
-        if history.resolve().is_relative_to(self.app.home.root.resolve()):
+        try:
+            inside = history.resolve().is_relative_to(self.app.home.root.resolve())
+            what = "a symlink leading out of the home"
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+            inside, what = False, "a symlink that does not resolve (a loop)"
+        if inside:
             if self._history_warned:
                 self._history_warned = False
                 self.app.file_warnings.forget(history)
             return False
         self._history_warned = True
         self.app.file_warnings.replaced(
-            history, "a symlink leading out of the home: never followed, so digest sections "
-                     "beyond engine.notes_max_bytes stay in notes.md until the link is replaced "
-                     "by a file (or a link inside the home)")
+            history, f"{what}: never followed, so digest sections beyond "
+                     "engine.notes_max_bytes stay in notes.md until the link is replaced by a "
+                     "file (or a link inside the home)")
         return True
 
     def _move_to_history(self, moved: str, bounded: str) -> None:
