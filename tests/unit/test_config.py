@@ -139,8 +139,8 @@ def test_set_writes_atomically_and_keeps_other_keys(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[llm]\nmodel = "x"\n\n[agents.ripley]\nname = "Ripley"\n')
     cfg = config.load(path, {})
-    updated = cfg.with_value("engine.memory_retrieval_top_k", 3)
-    updated.save()
+    updated = cfg.set_in_file("engine.memory_retrieval_top_k", 3)
+    assert updated["engine.memory_retrieval_top_k"] == 3
     tree = tomllib.loads(path.read_text())
     assert tree == {"llm": {"model": "x"}, "agents": {"ripley": {"name": "Ripley"}},
                     "engine": {"memory_retrieval_top_k": 3}}
