@@ -287,6 +287,8 @@ class Config:
 
     def get(self, dotted: str) -> Any:
         parts = dotted.split(".")
+        if dotted in SCHEMA:  # a whole section, as config get lists it
+            return copy.deepcopy(self.values[dotted])
         if parts[0] == "agents" and len(parts) <= 2:  # the table, or one agent's
             if len(parts) == 1:
                 return copy.deepcopy(self.values["agents"])
