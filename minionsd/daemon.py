@@ -28,7 +28,6 @@ from minionsd import __version__, logsetup
 from minionsd import config as config_mod
 from minionsd.clock import iso, parse_iso
 from minionsd.errors import ConfigError, MinionsError
-from minionsd.fileio import check_regular
 from minionsd.home import Home, resolve_home
 from minionsd.memory.app import App
 from minionsd.memory.retrieval.index import RecallIndex
@@ -155,7 +154,7 @@ class Daemon:
 
     async def reload_config(self) -> None:
         try:
-            self.app.config = load_config(self.app.config.path, self.app.environ)
+            self.app.config = config_mod.load(self.app.config.path, self.app.environ)
         except ConfigError as exc:
             log.error("config.reload_failed", detail=exc.detail)
             self.app.note_event("config_reload_failure", reason=str(exc.detail)[:300])
@@ -187,7 +186,13 @@ class Daemon:
                 await component.start()
             self.server = RpcServer(dispatcher, app.socket_path,
                                     app.config["server.max_request_bytes"])
-            await self.server.start()
+            try:
+                await self.server.start()
+            except OSError as exc:  # name the key: a typo there shows up only at a restart
+                where = ("server.socket in config.toml" if app.config.get("server.socket")
+                         else "the default socket path")
+                raise OSError(exc.errno, f"cannot listen on {app.socket_path} ({where}): "
+                                         f"{exc.strerror or exc}") from exc
         except BaseException as exc:
             log.error("daemon.start_failed", error=f"{type(exc).__name__}: {exc}"[:500])
             await self.stop_all(started)
@@ -272,15 +277,6 @@ def crash_hook(spec: str) -> Any:
     return maybe_crash
 
 
-def load_config(path: Path, environ: dict[str, str]) -> config_mod.Config:
-    """config.load, refusing a config.toml that is a FIFO or device (its read would block)."""
-    try:
-        check_regular(path)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return config_mod.load(path, environ)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="minionsd", description="Run the minionsd daemon "
                                      "in the foreground.")
@@ -330,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     home = Home(resolve_home(args.home, environ))
     config_path = Path(args.config).expanduser() if args.config else home.config
     try:
-        config = load_config(config_path, environ)
+        config = config_mod.load(config_path, environ)
     except ConfigError as exc:
         print(f"minionsd: configuration error: {exc.detail}", file=sys.stderr)
         return EXIT_CONFIG

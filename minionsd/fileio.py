@@ -162,11 +162,16 @@ def kind_of(mode: int) -> str:
 
 
 class NotRegularFile(OSError):
-    """A file minionsd reads or appends to is a directory, FIFO, socket or device."""
+    """A file minionsd reads or appends to is a directory, FIFO, socket or device. str() is
+    the reason alone ("is a FIFO, not a regular file"); the path is `filename`, and
+    errors.os_error_detail shows both."""
 
     def __init__(self, path: Path, kind: str) -> None:
         super().__init__(errno.EINVAL, f"is {kind}, not a regular file", str(path))
         self.kind = kind
+
+    def __str__(self) -> str:
+        return self.strerror or ""
 
 
 def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
