@@ -155,6 +155,9 @@ def test_a_fifo_as_config_is_refused_at_sighup_and_at_start(make_daemon, short_h
                        what="the refused reload in status")
     assert "config.toml" in failure["reason"] and "is a FIFO" in failure["reason"]
     assert call(daemon, "pinned.get") is not None
+    # config.set writes onto the file on disk: it reads it first, and refuses a FIFO.
+    with pytest.raises(RpcError, match="is a FIFO, not a regular file"):
+        call(daemon, "config.set", key="engine.memory_retrieval_top_k", value=6)
     daemon.stop()
     start = subprocess.run(
         [sys.executable, "-m", "minionsd.daemon", "--home", str(home)],
