@@ -121,6 +121,10 @@ def answers(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
+# A statement on a read connection checks, every this many SQLite VM steps, whether the
+# database is closing, and ends with "interrupted" when it is (see Database.close).
+STOP_CHECK_STEPS = 10_000
+
 # Threads that prepare writes: a batch of memory.add is cut in as many parts, so one part's
 # tokenising in SQLite (which lets go of the GIL) overlaps another's redaction in Python.
 PREPARING_THREADS = 2
@@ -132,6 +136,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         check_fts5()
         self.path = path
+        self._stopping = False  # set by close(): reads end at their next check
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
         # One more reader for small keyed reads (status, health): never queued behind searches.
@@ -305,12 +310,18 @@ class Database:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, readonly=True)
+            conn.set_progress_handler(self._read_must_stop, STOP_CHECK_STEPS)
             self._local.conn = conn
             with self._read_lock:
                 self._read_conns.append(conn)
         return conn
 
+    def _read_must_stop(self) -> bool:
+        return self._stopping
+
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._stopping:
+            raise StorageError("the database is closing: minionsd is stopping")
         return fn(self.reader(), *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -346,6 +357,12 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        # A long read (a search, a scan) must not hold the stop up: each read connection's
+        # statement ends at its next check, and no queued read starts.
+        self._stopping = True
+        with self._read_lock:
+            for conn in self._read_conns:
+                conn.interrupt()
         self._group.close()
         self._light.shutdown(wait=True)
         self._readers.shutdown(wait=True)
