@@ -249,15 +249,32 @@ def _best_piece(cur: sqlite3.Cursor, text: str, expression: str) -> str:
     return window_text(text, spans[best[0] if best else 0])
 
 
-def _windows(cur: sqlite3.Cursor, seqs: str, expression: str) -> None:
-    """The window of each body of `seqs` (a JSON array) longer than SNIPPET_WINDOW, put in
-    the windows table."""
-    long = cur.execute(f"""SELECT seq, body FROM main.memory_records
-                           WHERE seq IN (SELECT value FROM json_each(?))
-                             AND length(body) > {SNIPPET_WINDOW}""", (seqs,)).fetchall()
+def _create(cur: sqlite3.Cursor) -> None:
+    """The page index's TEMP tables and view, on the connection's first page."""
+    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_WINDOWS} "
+                "(seq INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+    cur.execute(f"CREATE TEMP VIEW IF NOT EXISTS {_PAGE_SOURCE} AS "
+                f"SELECT r.seq AS seq, coalesce(w.body, r.body) AS body, "
+                f"'{_MARK}' AS {_MARK_COLUMN} FROM main.memory_records r "
+                f"LEFT JOIN temp.{_WINDOWS} w ON w.seq = r.seq")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PAGE} USING fts5(body, "
+                f"{_MARK_COLUMN}, content='{_PAGE_SOURCE}', content_rowid='seq', "
+                f"tokenize='{fts.TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PIECES} USING fts5(body, "
+                f"content='', tokenize='{fts.TOKENIZER}')")
+
+
+def _fill(cur: sqlite3.Cursor, seqs: str, long: list[tuple[int, str]],
+          expression: str) -> None:
+    """The page index of `seqs` (a JSON array), the `long` bodies among them as their
+    windows. Its first statement fails, and nothing is written, when the tables are not
+    made yet."""
     for seq, body in long:
-        cur.execute(f"INSERT INTO temp.{_WINDOWS} (seq, body) VALUES (?, ?)",
-                    (seq, _best_piece(cur, body, expression)))
+        window = _best_piece(cur, body, expression)
+        cur.execute(f"INSERT INTO temp.{_WINDOWS} (seq, body) VALUES (?, ?)", (seq, window))
+    cur.execute(f"""INSERT INTO temp.{_PAGE} (rowid, body, {_MARK_COLUMN})
+                    SELECT seq, body, {_MARK_COLUMN} FROM temp.{_PAGE_SOURCE}
+                    WHERE seq IN (SELECT value FROM json_each(?))""", (seqs,))
 
 
 @contextmanager
@@ -276,24 +293,20 @@ def page_index(conn: sqlite3.Connection, seqs: list[int],
     snippets do not make FTS5 walk every match of the query again (as a MATCH on memory_fts
     does, however few rows it keeps). The tables are emptied on the way out."""
     cur = fts.plain_cursor(conn)
-    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_WINDOWS} "
-                "(seq INTEGER PRIMARY KEY, body TEXT NOT NULL)")
-    cur.execute(f"CREATE TEMP VIEW IF NOT EXISTS {_PAGE_SOURCE} AS "
-                f"SELECT r.seq AS seq, coalesce(w.body, r.body) AS body, "
-                f"'{_MARK}' AS {_MARK_COLUMN} FROM main.memory_records r "
-                f"LEFT JOIN temp.{_WINDOWS} w ON w.seq = r.seq")
-    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PAGE} USING fts5(body, "
-                f"{_MARK_COLUMN}, content='{_PAGE_SOURCE}', content_rowid='seq', "
-                f"tokenize='{fts.TOKENIZER}')")
-    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PIECES} USING fts5(body, "
-                f"content='', tokenize='{fts.TOKENIZER}')")
+    wanted = json.dumps(seqs)
+    long = cur.execute(f"""SELECT seq, body FROM main.memory_records
+                           WHERE seq IN (SELECT value FROM json_each(?))
+                             AND length(body) > {SNIPPET_WINDOW}""", (wanted,)).fetchall()
     try:
-        wanted = json.dumps(seqs)
-        _windows(cur, wanted, expression)
-        cur.execute(f"""INSERT INTO temp.{_PAGE} (rowid, body, {_MARK_COLUMN})
-                        SELECT seq, body, {_MARK_COLUMN} FROM temp.{_PAGE_SOURCE}
-                        WHERE seq IN (SELECT value FROM json_each(?))""", (wanted,))
+        try:
+            _fill(cur, wanted, long, expression)
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            _create(cur)
+            _fill(cur, wanted, long, expression)
         yield _PAGE, f"({expression}) OR {_MARK_COLUMN} : {_MARK}"
     finally:
         cur.execute(f"INSERT INTO temp.{_PAGE} ({_PAGE}) VALUES ('delete-all')")
-        cur.execute(f"DELETE FROM temp.{_WINDOWS}")
+        if long:
+            cur.execute(f"DELETE FROM temp.{_WINDOWS}")
