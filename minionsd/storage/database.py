@@ -121,9 +121,9 @@ def answers(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
-# A statement on a read connection checks, every this many SQLite VM steps, whether the
-# database is closing, and ends with "interrupted" when it is (see Database.close).
-STOP_CHECK_STEPS = 10_000
+# While closing, the read connections' running statements are interrupted this often until
+# the reader threads are done (see Database._stop_reads).
+INTERRUPT_EVERY_S = 0.05
 
 # Threads that prepare writes: a batch of memory.add is cut in as many parts, so one part's
 # tokenising in SQLite (which lets go of the GIL) overlaps another's redaction in Python.
@@ -136,7 +136,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         check_fts5()
         self.path = path
-        self._stopping = False  # set by close(): reads end at their next check
+        self._stopping = False  # set by close(): no read starts, running ones are interrupted
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
         # One more reader for small keyed reads (status, health): never queued behind searches.
@@ -310,14 +310,10 @@ class Database:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, readonly=True)
-            conn.set_progress_handler(self._read_must_stop, STOP_CHECK_STEPS)
             self._local.conn = conn
             with self._read_lock:
                 self._read_conns.append(conn)
         return conn
-
-    def _read_must_stop(self) -> bool:
-        return self._stopping
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
         if self._stopping:
@@ -353,19 +349,35 @@ class Database:
         """The same from a non-loop thread."""
         return self._read_on(self._light, "db-light", fn, *args)
 
+    def _stop_reads(self) -> None:
+        """Shut the reader pools down without waiting for a long read (a search, a scan) to
+        end: queued reads are refused (_read), and every read connection's running statement
+        is interrupted, again until the pools' threads are done (a read that was between two
+        statements starts its next one, which is interrupted in turn)."""
+        done = threading.Event()
+
+        def shut_down() -> None:
+            self._light.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+            done.set()
+
+        waiter = threading.Thread(target=shut_down, name="db-close")
+        waiter.start()
+        while True:
+            with self._read_lock:
+                for conn in self._read_conns:
+                    conn.interrupt()
+            if done.wait(INTERRUPT_EVERY_S):
+                break
+        waiter.join()
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        # A long read (a search, a scan) must not hold the stop up: each read connection's
-        # statement ends at its next check, and no queued read starts.
         self._stopping = True
-        with self._read_lock:
-            for conn in self._read_conns:
-                conn.interrupt()
         self._group.close()
-        self._light.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
+        self._stop_reads()
         self._prep.shutdown(wait=True, cancel_futures=True)
         with self._read_lock:
             for scratch in self._scratches:

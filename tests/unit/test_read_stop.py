@@ -40,3 +40,31 @@ def test_close_ends_a_read_that_is_running(tmp_path: Path):
     assert isinstance(outcome["error"], sqlite3.OperationalError)
     assert "interrupted" in str(outcome["error"])
 
+
+
+def test_close_ends_a_read_made_of_many_short_statements(tmp_path: Path):
+    """A read between two statements when close() interrupts starts its next one: that one
+    is interrupted too."""
+    db = Database(tmp_path / "state.db")
+    started = threading.Event()
+    outcome: dict[str, object] = {}
+    short = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) " \
+            "SELECT count(*) FROM n"
+
+    def many_reads(conn: sqlite3.Connection) -> int:
+        started.set()
+        return sum(conn.execute(short).fetchone()[0] for _ in range(3_000))
+
+    def run() -> None:
+        try:
+            outcome["value"] = db.read_blocking(many_reads)
+        except Exception as exc:  # what the reader saw
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert started.wait(30)
+    db.close()
+    thread.join()
+    assert "value" not in outcome
+    assert "interrupted" in str(outcome["error"])
