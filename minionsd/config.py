@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import structlog
 import tomli_w
 
-from minionsd.errors import ConfigError
+from minionsd.errors import ConfigError, InvalidState
 from minionsd.fileio import atomic_write_through
 
 log = structlog.get_logger()
@@ -287,6 +287,8 @@ class Config:
 
     def get(self, dotted: str) -> Any:
         parts = dotted.split(".")
+        if dotted in SCHEMA:  # a whole section, as config get lists it
+            return copy.deepcopy(self.values[dotted])
         if parts[0] == "agents" and len(parts) <= 2:  # the table, or one agent's
             if len(parts) == 1:
                 return copy.deepcopy(self.values["agents"])
@@ -317,18 +319,33 @@ class Config:
 
     def with_value(self, dotted: str, value: Any) -> Config:
         """A new Config with one key changed in the file tree (not yet written)."""
-        value = check_value(dotted, value)
         tree = copy.deepcopy(self.file_tree)
-        node = tree
-        parts = dotted.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+        _set_in_tree(tree, dotted, check_value(dotted, value))
         return Config(self.path, tree, self.env_retrieval)
 
-    def save(self) -> None:
-        """Write the file tree atomically, keeping every key the user had."""
-        atomic_write_through(self.path, tomli_w.dumps(self.file_tree))
+    def set_in_file(self, dotted: str, value: Any) -> Config:
+        """Write one key into config.toml as the file is on disk now, so keys edited there by
+        hand since the last load are kept (they still wait for a SIGHUP or a restart), and
+        return the running config with that one key changed. A file on disk that is not valid
+        is refused with InvalidState, and nothing is written."""
+        value = check_value(dotted, value)
+        try:
+            on_disk = read_file_tree(self.path)
+        except ConfigError as exc:
+            raise InvalidState(
+                f"config.toml was not changed: the file on disk is not valid ({exc.detail}); "
+                "fix it by hand, then set the key again", key=dotted) from None
+        _set_in_tree(on_disk, dotted, value)
+        atomic_write_through(self.path, tomli_w.dumps(on_disk))
+        return self.with_value(dotted, value)
+
+
+def _set_in_tree(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    node = tree
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
 
 
 def read_file_tree(path: Path) -> dict[str, Any]:

@@ -186,7 +186,13 @@ class Daemon:
                 await component.start()
             self.server = RpcServer(dispatcher, app.socket_path,
                                     app.config["server.max_request_bytes"])
-            await self.server.start()
+            try:
+                await self.server.start()
+            except OSError as exc:  # name the key: a typo there shows up only at a restart
+                where = ("server.socket in config.toml" if app.config.get("server.socket")
+                         else "the default socket path")
+                raise OSError(exc.errno, f"cannot listen on {app.socket_path} ({where}): "
+                                         f"{exc.strerror or exc}") from exc
         except BaseException as exc:
             log.error("daemon.start_failed", error=f"{type(exc).__name__}: {exc}"[:500])
             await self.stop_all(started)

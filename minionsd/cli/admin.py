@@ -99,6 +99,7 @@ REPORT_PHRASES: dict[str, Callable[[Any], str]] = {
     # kb_sweep, reindex
     "imported": _counted("knowledge file", "imported"),
     "updated": _counted("knowledge file", "updated"),
+    "moved": _counted("knowledge file", "moved by hand (kept its record)"),
     "unchanged": _counted("knowledge file", "unchanged"),
     "kb_imported": _counted("knowledge file", "imported"),
     "kb_updated": _counted("knowledge file", "updated"),

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import EXIT_USAGE, AddParser, Call, Formatter, socket_of
+from minionsd.cli.common import EXIT_USAGE, AddParser, Call, Formatter, UsageError, socket_of
 
 
 def _token_create(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]:
@@ -18,6 +18,9 @@ def _token_create(args: argparse.Namespace, call: Call) -> tuple[Any, Formatter]
     if args.project:
         params["project"] = args.project
     if args.expires is not None:
+        if not 0 < args.expires <= 3650:  # inf and nan too
+            raise UsageError(f"--expires must be a number of days more than 0 and at most "
+                             f"3650, got {args.expires:g}")
         params["expires_days"] = args.expires
     return call("token.create", params), fmt_created
 

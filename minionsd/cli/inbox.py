@@ -31,6 +31,12 @@ def fmt_note(r: dict[str, Any]) -> str:
     return f"{'duplicate, not written' if r['duplicate'] else 'written'}: {r['path']}"
 
 
+def _state(note: dict[str, Any]) -> str:
+    if note.get("in_open_batch"):  # a batch took it and has not run through (status says why)
+        return "in open batch"
+    return "held" if note.get("held") else "eligible" if note.get("eligible") else "waiting"
+
+
 def fmt_inbox(result: dict[str, Any]) -> str:
     if "quarantined" in result:
         files = result["quarantined"]
@@ -47,8 +53,7 @@ def fmt_inbox(result: dict[str, Any]) -> str:
         return "inbox is empty"
     eligible = sum(1 for n in notes if n.get("eligible"))
     held = sum(1 for n in notes if n.get("held"))
-    rows = [(n["name"], n.get("author"), n.get("kind"), fmt.size(n.get("bytes")),
-             "held" if n.get("held") else "eligible" if n.get("eligible") else "waiting")
+    rows = [(n["name"], n.get("author"), n.get("kind"), fmt.size(n.get("bytes")), _state(n))
             for n in notes]
     return (f"{fmt.plural(len(notes), 'note')} in the inbox: {eligible} eligible, {held} held"
             f"\n\n{fmt.table(('name', 'author', 'kind', 'size', 'state'), rows, right=(3,))}")

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from minionsd.cli import fmt
-from minionsd.cli.common import AddParser, copy_options, read_input, simple
+from minionsd.cli.common import AddParser, UsageError, copy_options, read_input, simple
 
 # The daemon's categories (minionsd.home.KB_CATEGORIES).
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
@@ -40,9 +40,18 @@ def fmt_kb_entry(r: dict[str, Any]) -> str:
 
 
 def _pinned_text(args: argparse.Namespace) -> dict[str, Any]:
+    """The text argument as given (`pinned set ""` empties the file on purpose); text read
+    from a file or standard input must not be blank, so an empty stdin never wipes it."""
     if args.text is not None:
         return {"text": args.text}
-    return {"text": read_input(args.file or "-")}
+    source = args.file or "-"
+    text = read_input(source)
+    if not text.strip():
+        where = "standard input" if source == "-" else source
+        hint = " (to empty pinned.md on purpose: minionsctl pinned set \"\")"
+        raise UsageError(f"pinned {args.sub}: {where} was empty; give the text as an argument, "
+                         "with --file, or on standard input" + (hint if args.sub == "set" else ""))
+    return {"text": text}
 
 
 def _pinned_size(r: dict[str, Any]) -> str:

@@ -18,7 +18,8 @@ SERVICE_KINDS = (("user", "systemd user unit (the default on Linux)"),
 
 
 def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
-    from minionsd.config import example_toml
+    from minionsd.config import example_toml, read_file_tree
+    from minionsd.errors import ConfigError
     from minionsd.fileio import atomic_write_text
     from minionsd.home import Home
 
@@ -31,6 +32,13 @@ def cmd_init(args: argparse.Namespace, _call: Call) -> tuple[Any, Formatter]:
     except OSError as exc:
         # Not a connection problem: main() would otherwise report it as one (exit 3).
         raise CommandError(f"cannot set up {home.root}: {exc}") from None
+    if not created_config:  # kept as it is: say now when the daemon would refuse it
+        try:
+            read_file_tree(home.config)
+        except ConfigError as exc:
+            raise CommandError(f"home ready at {home.root}, but the config.toml kept there is "
+                               f"not valid, so minionsd will not start until it is fixed: "
+                               f"{exc.detail}") from None
     result = {"home": str(home.root), "config": str(home.config),
               "created_config": created_config}
     return result, _fmt_init

@@ -34,6 +34,9 @@ def retrieval_summary(r: dict[str, Any]) -> str:
     reason = r.get("fallback_reason")
     if reason and not r.get("text"):
         why = FALLBACK_REASONS.get(reason, reason)
+        if reason == "no_results" and r.get("candidates"):
+            why = (f"{fmt.plural(r['candidates'], 'record')} matched the task's terms, none "
+                   "packed (below the score cutoff, or too big for the pack's room)")
         return f"no memory for this task: {why} (terms: {terms})"
     picked = (f"{fmt.plural(len(r.get('selected') or []), 'record')} selected from "
               f"{fmt.plural(r.get('candidates') or 0, 'candidate')}, {fmt.size(r.get('bytes'))}")

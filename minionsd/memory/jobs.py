@@ -157,6 +157,13 @@ def _archived_at(entry: os.DirEntry[str]) -> float:
     return max(info.st_mtime, info.st_ctime)
 
 
+# The names consolidation gives archived notes (classify.archive_name: `<UTC date>-<inbox
+# name>.md`, maybe `-2`, `-3` before `.md`). Only such files count against
+# engine.archive_max_files and are ever deleted: a README or other file the operator put in
+# notes/archive/ is not an archived note, and its content lives nowhere else.
+_ARCHIVED_NOTE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-.+\.md$", re.DOTALL)
+
+
 def _bound_archive(app: App) -> int:
     """Delete the oldest archived notes beyond engine.archive_max_files (history excluded)."""
     limit = app.config["engine.archive_max_files"]
@@ -164,7 +171,7 @@ def _bound_archive(app: App) -> int:
     if not archive.is_dir():
         return 0
     files = [e for e in os.scandir(archive) if e.is_file(follow_symlinks=False)
-             and e.name != app.home.notes_history.name and not e.name.startswith(".")]
+             and e.name != app.home.notes_history.name and _ARCHIVED_NOTE_RE.match(e.name)]
     if len(files) <= limit:
         return 0
     # Oldest archived first (SPEC §3.7): archiving stamps a note's mtime, and a rename or the

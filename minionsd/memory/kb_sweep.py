@@ -130,14 +130,15 @@ def sync_kb_file(app: App, path: Path, now: datetime) -> str:
         meta, body, text = parsed
         if _front_matter_only(app, path, body, text):
             return "unreadable"
-        report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0}
+        report: Report = {"imported": 0, "updated": 0, "moved": 0, "unchanged": 0,
+                          "deferred": 0}
         _import_entry(app, path, meta, text, now, report,
                       app.db.read_blocking(kb_index.known_file, rel))
         return next((k for k, v in report.items() if v), "unchanged")
 
 
 def _kb_sweep(app: App, now: datetime) -> Report:
-    report: Report = {"imported": 0, "updated": 0, "unchanged": 0, "deferred": 0,
+    report: Report = {"imported": 0, "updated": 0, "moved": 0, "unchanged": 0, "deferred": 0,
                       "duplicates_swept": [], "pinned_skipped": 0, "unreadable": [],
                       "missing_files": [], "llm": "disabled"}
     entries = []
@@ -165,9 +166,15 @@ def _kb_sweep(app: App, now: datetime) -> Report:
     if app.config["engine.kb_sweep_llm"]:
         survivors = _llm_plan_pass(app, survivors, now, report)
     known = app.db.read_blocking(kb_index.known_files)
-    for path, meta, _body, text in survivors:
-        _import_entry(app, path, meta, text, now, report, known.get(app.home.rel(path)))
     on_disk = {app.home.rel(p) for p, *_ in survivors}
+    # A file may have moved here only from a known path the disk no longer has.
+    gone = {digest for rel, (digest, _record) in known.items()
+            if rel not in on_disk and not os.path.lexists(app.home.root / rel)}
+    for path, meta, _body, text in survivors:
+        _import_entry(app, path, meta, text, now, report, known.get(app.home.rel(path)),
+                      may_have_moved=gone)
+    if report["moved"]:
+        known = app.db.read_blocking(kb_index.known_files)
     report["missing_files"] = sorted(rel for rel in known
                                      if rel not in on_disk and rel not in busy)
     report["pinned_skipped"] = sum(1 for _, meta, _, _ in survivors if meta.get("pinned") is True)
@@ -259,8 +266,9 @@ def _llm_plan_pass(app: App, entries: list[tuple[Path, dict, str, str]], now: da
                 target = app.home.category_dir(moves[index]) / path.name
                 if not target.exists():
                     os.rename(path, target)
-                    app.db.write_blocking(kb_index.move_file, app.home.rel(path),
-                                          app.home.rel(target), now)
+                    old, new = app.home.rel(path), app.home.rel(target)
+                    app.db.write_blocking(kb_index.move_file, old, new, now,
+                                          (knowledge.shown_path(old), knowledge.shown_path(new)))
                     report["llm"]["reclassified"].append(
                         {"from": app.home.rel(path), "to": app.home.rel(target)})
                     entry = (target, *entry[1:])
@@ -295,15 +303,19 @@ def _plan_moves(plan: dict[str, Any], size: int) -> dict[int, str]:
 
 
 def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: datetime,
-                  report: Report, seen: tuple[str, str | None] | None) -> None:
+                  report: Report, seen: tuple[str, str | None] | None,
+                  may_have_moved: set[str] | None = None) -> None:
     """Import or update one file's record (SPEC §3.7, one file, one record).
 
     `seen` is the file's link as read before (its digest, its record id), or None: a file
     whose text has that digest is in step with its record and costs nothing more (the
     common case: consolidation links every file it writes). Anything else is decided inside
     the writer's transaction, against the file's link as it is then: a file an open batch is
-    writing is skipped (the batch links it to its record itself), and an `entry_id` binds
-    only to a record no other file owns."""
+    writing is skipped (the batch links it to its record itself), a new path whose text is
+    that of one known file the disk no longer has is that file moved (its link and record
+    follow it: see _moved_from), and an `entry_id` binds only to a record no other file owns.
+    `may_have_moved` (the sweep's) holds the digests of the known files that are gone; None
+    asks the database."""
     rel = app.home.rel(path)
     digest = knowledge.sha256(text)
     if seen is not None and seen[0] == digest:
@@ -321,11 +333,21 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: da
             return "unchanged"
         if previous is None and rel in journal.kb_paths_in_open_batches(conn):
             return "deferred"
+        if previous is None and (may_have_moved is None or digest in may_have_moved):
+            old = _moved_from(app, conn, rel, digest)
+            if old is not None:
+                kb_index.move_file(conn, old, rel, now, (knowledge.shown_path(old),
+                                                         knowledge.shown_path(rel)))
+                return "moved"
         record_id = previous[1] if previous else None
         if record_id is None and entry_id is not None:
             # Written by consolidation: the note's record already exists; link, don't copy.
-            record_id = kb_index.record_for_entry(conn, entry_id, rel)
+            # A file of that record the disk no longer has is this one, moved and edited.
+            record_id = kb_index.record_for_entry(conn, entry_id, rel,
+                                                  gone=lambda old: _gone(app, old))
             if record_id is not None:
+                for old in kb_index.paths_of_record(conn, record_id)[:1]:
+                    kb_index.move_file(conn, old, rel, now)
                 kb_index.link_file(conn, rel, digest, record_id, now)
                 if kb_index.record_body(conn, record_id) == fields["body"]:
                     return "unchanged"
@@ -339,6 +361,21 @@ def _import_entry(app: App, path: Path, meta: dict[str, Any], text: str, now: da
 
     outcome = app.db.write_blocking(sync)
     report[outcome] = report.get(outcome, 0) + 1
+
+
+def _moved_from(app: App, conn: Any, rel: str, digest: str) -> str | None:
+    """The known path a new file at `rel` was moved (renamed, re-categorised, `git mv`) from:
+    the one known file last seen with this very text whose path the disk no longer has (a
+    copy, whose original is still there, is a new file). None when there is no such file, or
+    more than one."""
+    gone = [old for old, _record in kb_index.paths_at(conn, digest)
+            if old != rel and _gone(app, old)]
+    return gone[0] if len(gone) == 1 else None
+
+
+def _gone(app: App, rel: str) -> bool:
+    """A known knowledge path the disk no longer has (nothing at all there, not even a link)."""
+    return not os.path.lexists(app.home.root / rel)
 
 
 def prune_swept(app: App, now: datetime) -> int:

@@ -149,10 +149,12 @@ def _existing(home: Home, rel: str) -> Path | None:
 def files_holding(home: Home, found: dict[str, Any]) -> list[str]:
     """Home-relative paths of the files that still hold the record's text.
 
-    The record's own files (the archived note its source names, its KB entry) are listed when
-    they exist: they are the note. The shared ones (notes.md, notes-history.md, pinned.md, the
-    author's notebook, anything under knowledge/_swept/) are listed when they contain one of
-    :func:`fragments`, or, for a notebook, the note's entry marker.
+    The record's own files (the archived note its source names, the KB files bound to it) are
+    listed when they exist: they are the note. The shared ones (notes.md, notes-history.md,
+    pinned.md, the author's notebook, anything under knowledge/_swept/) and every other
+    knowledge entry (one moved or copied by hand, another entry quoting it) are listed when
+    they contain one of :func:`fragments`, or, for a notebook, the note's entry marker.
+    Knowledge entries are read as the sweep reads them, never through a symlink.
     """
     record = found["record"]
     pieces = [_squash(p) for p in fragments(record["title"] or "", record["body"] or "")]
@@ -169,6 +171,13 @@ def files_holding(home: Home, found: dict[str, Any]) -> list[str]:
             continue
         entry = found["entry_ids"].get(rel)
         if (entry and notebooks.has_entry(text, entry)) or _holds(_squash(text), pieces):
+            listed.append(rel)
+    for path in sorted(knowledge.entry_paths(home)):
+        rel = home.rel(path)
+        if rel in listed:
+            continue
+        text = knowledge.read_entry_text(path)
+        if text is not None and _holds(_squash(text), pieces):
             listed.append(rel)
     return listed
 

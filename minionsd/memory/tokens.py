@@ -84,7 +84,7 @@ def check_new(params: dict[str, Any], human_authors: frozenset[str],
     expires = params.get("expires_days")
     if expires is not None and (isinstance(expires, bool) or not isinstance(expires, int | float)
                                 or not 0 < expires <= 3650):
-        raise InvalidParams("'expires_days' must be a number of days between 0 and 3650",
+        raise InvalidParams("'expires_days' must be a number of days more than 0 and at most 3650",
                             param="expires_days")
     return {"name": _name(params.get("name"), "name"), "agent": agent,
             "scopes": scopes, "project": project,

@@ -126,9 +126,7 @@ def build_methods(app: App, *, status: Callable[[], Awaitable[dict[str, Any]]],
             check_value(key, value)
         except ConfigError as exc:
             raise InvalidParams(exc.detail, key=key) from None
-        updated = app.config.with_value(key, value)
-        updated.save()
-        app.config = updated
+        app.config = updated = app.config.set_in_file(key, value)
         await config_changed(key)
         return {"key": key, "value": updated.get(key), "applied": key not in RESTART_KEYS}
 

@@ -61,6 +61,7 @@ class ConsolidationService:
                 await self.app.off_loop(self.pipeline.recover, name="consolidation")
             except Abandoned:
                 return
+            self._note_redo()
         # The start-up reconcile: quarantine what cannot be processed before we report ready.
         report = await self.app.off_loop(self.scan_report, name="inbox-scan")
         log.info("inbox.startup_scan", **report)
@@ -98,13 +99,24 @@ class ConsolidationService:
         except Abandoned:
             raise
         except Exception as exc:
-            detail = (exc.detail if isinstance(exc, MinionsError)
-                      else os_error_detail(exc) if isinstance(exc, OSError)
-                      else f"{type(exc).__name__}: {exc}")
-            self.app.note_event("consolidation_failure", reason=detail[:500])
+            self._note_failure(exc)
             raise
-        self.app.events.pop("consolidation_failure", None)
+        self._note_redo()
         return result
+
+    def _note_failure(self, exc: Exception) -> None:
+        detail = (exc.detail if isinstance(exc, MinionsError)
+                  else os_error_detail(exc) if isinstance(exc, OSError)
+                  else f"{type(exc).__name__}: {exc}")
+        self.app.note_event("consolidation_failure", reason=detail[:500])
+
+    def _note_redo(self) -> None:
+        """After a run: an open batch whose redo failed keeps (or sets) the failure, even when
+        another batch ran; otherwise every batch ran through and the failure goes."""
+        if self.pipeline.redo_failure is not None:
+            self._note_failure(self.pipeline.redo_failure)
+        else:
+            self.app.events.pop("consolidation_failure", None)
 
     @contextlib.asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -279,6 +291,7 @@ class ConsolidationService:
             return {"notes": [
                 {"name": n.name, "author": n.author, "kind": n.kind, "bytes": n.size,
                  "eligible": state.is_eligible(n), "held": n.held,
+                 "in_open_batch": n.name in state.busy,
                  "held_by_file": n.meta.get("hold") is True,
                  "modified_at": iso(datetime.fromtimestamp(n.mtime, UTC))}
                 for n in state.notes

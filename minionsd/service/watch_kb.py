@@ -33,6 +33,11 @@ DEFER_RETRY_S = 5.0  # how soon an entry a batch was writing is looked at again
 SYNC_CHUNK = 64  # entries synced per worker thread (a stop waits for one chunk at most)
 
 
+def present_first(paths: list[Path]) -> list[Path]:
+    """`paths`, those that exist first, each part in path order."""
+    return sorted(paths, key=lambda path: (not path.exists(), str(path)))
+
+
 class _Touched(FileSystemEventHandler):
     def __init__(self, watcher: KnowledgeWatcher) -> None:
         self.watcher = watcher
@@ -112,7 +117,10 @@ class KnowledgeWatcher(ObservedDirectory):
             self._task = self._loop.create_task(self._sync(paths))
 
     async def _sync(self, paths: list[Path]) -> None:
-        """The touched entries, a chunk per worker thread (not a thread per entry)."""
+        """The touched entries, a chunk per worker thread (not a thread per entry). Files on
+        disk go first: a moved file (both of its paths touched) is then found at its new path
+        while SQL still knows the old one, and keeps its record (kb_sweep._moved_from)."""
+        paths = await self.app.off_loop(present_first, paths, name="kb-watch")
         for start in range(0, len(paths), SYNC_CHUNK):
             if self._stopping.is_set():
                 return

@@ -4,7 +4,7 @@ Owns the table `kb_files` (migration 0003), one row per knowledge file seen: its
 hash of its text when last imported, and the record it feeds (None once the link is dropped,
 as a purge does). Also the record-side changes a KB file's fate decides: a swept or deleted
 file retracts the record that came from it alone, a moved file takes its record's source
-along. The decisions (when a file counts as changed, swept or moved) stay in jobs.py,
+along. The decisions (when a file counts as changed, swept or moved) stay in kb_sweep.py,
 knowledge.py and purge.py; each function here takes a connection inside their read or write.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 
 from minionsd.clock import iso
@@ -47,13 +48,31 @@ def forget_file(conn: sqlite3.Connection, rel: str, reason: str, now: datetime) 
                      (reason[:1000], iso(now), row["record_id"]))
 
 
-def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime) -> None:
-    """A reclassified file keeps its record: the link and the provenance follow the file."""
+def move_file(conn: sqlite3.Connection, old: str, new: str, now: datetime,
+              sources: tuple[str, str] | None = None) -> None:
+    """A moved or reclassified file keeps its record: the link follows the file, and so does
+    the record's source when it named the old file (`sources`: the old and new paths as a
+    source shows them, the plain paths by default). A record whose source is elsewhere (a
+    note's archived copy) keeps it."""
+    old_source, new_source = sources or (old, new)
     row = conn.execute("SELECT record_id FROM kb_files WHERE path = ?", (old,)).fetchone()
-    conn.execute("UPDATE kb_files SET path = ? WHERE path = ?", (new, old))
-    if row and row["record_id"]:
-        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? WHERE id = ?",
-                     (new, iso(now), row["record_id"]))
+    if row is None or old == new:
+        return
+    # What was known at the new path before (a file since gone) gives way to the moved one.
+    conn.execute("DELETE FROM kb_files WHERE path = ?", (new,))
+    conn.execute("UPDATE kb_files SET path = ?, seen_at = ? WHERE path = ?",
+                 (new, iso(now), old))
+    if row["record_id"]:
+        conn.execute("UPDATE memory_records SET source = ?, updated_at = ? "
+                     "WHERE id = ? AND source = ?",
+                     (new_source, iso(now), row["record_id"], old_source))
+
+
+def paths_at(conn: sqlite3.Connection, digest: str) -> list[tuple[str, str | None]]:
+    """(path, record id or None) of every known KB file last seen with text hash `digest`:
+    where a file that appears under a new path may have been moved from."""
+    return [(row[0], row[1]) for row in conn.execute(
+        "SELECT path, record_id FROM kb_files WHERE sha256 = ? ORDER BY path", (digest,))]
 
 
 def known_file(conn: sqlite3.Connection, rel: str) -> tuple[str, str | None] | None:
@@ -66,13 +85,16 @@ def known_file(conn: sqlite3.Connection, rel: str) -> tuple[str, str | None] | N
 _ENTRY_ID_RE = re.compile(r"[0-9a-f]{16}")
 
 
-def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str) -> str | None:
+def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str,
+                     gone: Callable[[str], bool] | None = None) -> str | None:
     """The active record a consolidated entry's `entry_id` names, when `rel` may bind to it.
 
     The id must be a whole entry id (16 hex digits, the first 16 of the note's content hash):
     an empty or partial id binds nothing. The record must not belong to another file: neither
     linked to another path nor with another knowledge path as its source, so a copied entry
-    (a template) becomes a record of its own instead of taking the original's over.
+    (a template) becomes a record of its own instead of taking the original's over. A linked
+    path for which `gone` is true (the file is no longer on disk) does not count: `rel` is
+    that file, moved.
     """
     if not _ENTRY_ID_RE.fullmatch(entry_id):
         return None
@@ -84,9 +106,9 @@ def record_for_entry(conn: sqlite3.Connection, entry_id: str, rel: str) -> str |
     record_id, source = rows[0][0], rows[0][1]
     if source and source.startswith("knowledge/") and source != rel:
         return None
-    other = conn.execute("SELECT 1 FROM kb_files WHERE record_id = ? AND path != ?",
-                         (record_id, rel)).fetchone()
-    return None if other else record_id
+    others = [row[0] for row in conn.execute(
+        "SELECT path FROM kb_files WHERE record_id = ? AND path != ?", (record_id, rel))]
+    return None if any(gone is None or not gone(path) for path in others) else record_id
 
 
 def fresh_hash(conn: sqlite3.Connection, rel: str) -> str:

@@ -249,6 +249,24 @@ def test_retrieve_packs_one_of_near_copies_and_leaves_out_weak_matches(make_daem
     assert err.value.code == -32602 and "min_score_ratio" in err.value.detail
 
 
+def test_a_note_bigger_than_the_pack_is_recalled_cut_with_its_id(make_daemon, short_home):
+    """A 30 kB runbook that is the task's only match: before, nothing was packed (it did not
+    fit 8,192 bytes); now its beginning is, fenced, with the way to read the rest."""
+    configure(short_home, "")
+    d = make_daemon()
+    steps = "\n".join(f"{i}. Drain pgbouncer pool {i} before the ledger failover." for i in
+                      range(600))
+    big = add(d, f"# Ledger failover runbook\n\n{steps}", title="Ledger failover runbook")
+    task = {"id": "W-9", "title": "Run the ledger failover"}
+    result = d.call("memory.retrieve", task=task)
+    assert [s["id"] for s in result["selected"]] == [big]
+    assert 1024 < result["bytes"] <= 8192
+    text = result["text"]
+    assert "1. Drain pgbouncer pool 1 before the ledger failover." in text
+    assert f"bytes in all; memory_get {big} shows the rest]" in text
+    assert text.count("</UNTRUSTED-INPUT>") == 1  # the cut is inside the fence
+
+
 def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", text) if s]
 

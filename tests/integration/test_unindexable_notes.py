@@ -53,10 +53,12 @@ def test_inbox_note_with_a_huge_cjk_word_consolidates_and_is_searchable(make_dae
     assert len(archived(home)) == 2
     [record] = _found_by_marker(daemon)
     assert CJK_WORD in daemon.call("memory.get", id=record["id"])["body"]
-    # Retrieval finds it (a 36 KB body is too big for the 8 KiB pack, so none is selected).
+    # Retrieval finds it (a 36 KB body is too big for the 8 KiB pack: it is packed cut).
     retrieved = daemon.call("memory.retrieve",
                             task={"id": "W-1", "title": f"Update the {MARKER} runbook"})
-    assert retrieved["candidates"] == 1 and retrieved["fallback_reason"] == "no_results"
+    assert retrieved["candidates"] == 1
+    assert [s["id"] for s in retrieved["selected"]] == [record["id"]]
+    assert f"memory_get {record['id']} shows the rest]" in retrieved["text"]
     # And the next batch is not held up.
     drop(inbox, "ash-next.md", note("Next", "A later note about caching."), age_s=5)
     assert daemon.call("consolidation.run", force=True)["notes"] == 1
@@ -70,7 +72,8 @@ def test_memory_add_of_a_huge_cjk_word(daemon):
     # The long word itself is indexed (cut where FTS5 cuts it), and searching it works.
     assert daemon.call("memory.search", query=CJK_WORD[:50])["total"] in (0, 1)
     retrieved = daemon.call("memory.retrieve", task={"id": "W-2", "title": f"{MARKER} quote"})
-    assert retrieved["candidates"] == 1 and retrieved["fallback_reason"] == "no_results"
+    assert retrieved["candidates"] == 1 and retrieved["bytes"] <= 8192
+    assert [s["id"] for s in retrieved["selected"]] == [added["id"]]  # packed cut
     assert daemon.call("status")["records"]["active"] == 1
 
 

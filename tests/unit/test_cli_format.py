@@ -247,3 +247,15 @@ def test_a_token_sent_in_clear_text_is_warned_about(capsys, url, warned):
     warn_if_clear_text(url)
     err = capsys.readouterr().err
     assert ("clear text" in err) is warned and "mnt_" not in err
+
+
+def test_a_retrieval_with_candidates_and_nothing_packed_says_so():
+    from minionsd.cli.recall import retrieval_summary
+
+    base = {"fallback_reason": "no_results", "text": "", "terms": ["ledger", "failover"]}
+    assert retrieval_summary(base | {"candidates": 0}) == \
+        "no memory for this task: no active record matched the task's terms " \
+        "(terms: ledger, failover)"
+    said = retrieval_summary(base | {"candidates": 2})
+    assert said.startswith("no memory for this task: 2 records matched the task's terms, none "
+                           "packed (below the score cutoff, or too big for the pack's room)")

@@ -114,7 +114,8 @@ def test_agents_table(tmp_path):
         config.check_value("agents.dallas.nmae", "x")
     with pytest.raises(ConfigError, match="invalid agent id"):
         config.check_value("agents.bad/id.name", "x")
-    # config get shows the table and one agent's entry, as it lists them.
+    # config get shows a section, the agents table and one agent's entry, as it lists them.
+    assert cfg.get("engine")["memory_retrieval_top_k"] == 8 and "llm" not in cfg.get("engine")
     assert cfg.get("agents")["dallas"] == {"name": "Dallas", "temporary": False}
     assert cfg.get("agents.temp-1") == {"name": "", "temporary": True}
     assert cfg.get("agents.dallas.name") == "Dallas"
@@ -139,8 +140,8 @@ def test_set_writes_atomically_and_keeps_other_keys(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[llm]\nmodel = "x"\n\n[agents.ripley]\nname = "Ripley"\n')
     cfg = config.load(path, {})
-    updated = cfg.with_value("engine.memory_retrieval_top_k", 3)
-    updated.save()
+    updated = cfg.set_in_file("engine.memory_retrieval_top_k", 3)
+    assert updated["engine.memory_retrieval_top_k"] == 3
     tree = tomllib.loads(path.read_text())
     assert tree == {"llm": {"model": "x"}, "agents": {"ripley": {"name": "Ripley"}},
                     "engine": {"memory_retrieval_top_k": 3}}

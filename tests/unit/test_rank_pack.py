@@ -207,8 +207,32 @@ def test_pack_respects_top_k_and_bytes_and_skips_big_items() -> None:
     assert pack(items, top_k=8, max_bytes=10) == ("", [])
 
 
+def test_a_record_bigger_than_any_pack_is_packed_cut_with_its_id() -> None:
+    """A 20 kB best match is packed last, in the room the others leave: its provenance line,
+    as much as fits (cut at a line end), and how to read the rest."""
+    body = "\n".join(f"line {i}: the settlement job retries with backoff" for i in range(400))
+    big = S("M-big", 5, body)
+    items = [big, S("M-2", 4, "a short note about retries")]
+    text, chosen = pack(items, top_k=8, max_bytes=8192)
+    assert [s.id for s, _ in chosen] == ["M-2", "M-big"]
+    last = text.split("\n\n")[-1]
+    assert last.startswith("[id=M-big | ") and "line 0: the settlement job" in last
+    full = render_item(big.record)
+    assert last.endswith(f"\n[cut to fit: {len(full.encode()):,} bytes in all; memory_get "
+                         "M-big shows the rest]")
+    assert last.splitlines()[-2].startswith("line ")  # cut at a line end
+    assert len(text.encode()) == sum(n for _, n in chosen) + 2 and len(text.encode()) <= 8192
+    # Alone, it is the pack; with less than CUT_MIN_BYTES left, it is left out as before.
+    assert [s.id for s, _ in pack([big], top_k=8, max_bytes=8192)[1]] == ["M-big"]
+    assert pack([big], top_k=8, max_bytes=900) == ("", [])
+    assert [s.id for s, _ in pack(items, top_k=1, max_bytes=8192)[1]] == ["M-2"]  # top_k
+    # The early stop does not skip it (`smallest` is a bound of every record's size).
+    assert [s.id for s, _ in pack(iter([big]), top_k=8, max_bytes=8192,
+                                   smallest=len(body))[1]] == ["M-big"]
+
+
 @given(
-    st.lists(st.tuples(st.floats(0, 10), st.text(max_size=300)), max_size=20),
+    st.lists(st.tuples(st.floats(0, 10), st.text(max_size=3000)), max_size=20),
     st.integers(0, 10),
     st.integers(0, 3000),
 )

@@ -33,7 +33,7 @@ from minionsd.fileio import (
     read_text,
 )
 from minionsd.memory.app import App
-from minionsd.memory.consolidate import notebook_append
+from minionsd.memory.consolidate import findings, notebook_append
 from minionsd.memory.consolidate.breaker import content_hash, find_storm
 from minionsd.memory.consolidate.filing import Filing
 from minionsd.memory.consolidate.recording import Recording, short
@@ -87,6 +87,8 @@ class Pipeline:
         # of the same batch write nothing).
         self._submit_note = submit_note
         self._abandon = threading.Event()
+        self._history_warned = False  # status names a notes-history.md leading out of the home
+        self.redo_failure: Exception | None = None  # why an open batch's last redo failed
         # Test-only fault injection: set by the entry point from MINIONS_TEST_CRASH_AT.
         self._crash_at: Callable[[str], None] = crash_at or (lambda step: None)
         self.filing = Filing(app, self._step)
@@ -162,14 +164,16 @@ class Pipeline:
     def run(self, force: bool) -> BatchResult:
         """Finish any open batch, then start a new one if enough notes wait."""
         recovered = self.recover()
-        if recovered is not None:
+        if recovered is not None and self.redo_failure is None:
             return recovered
         state = self.inbox_state()
-        notes = state.eligible()
+        notes = findings.screen(self.app, self.inbox, state.eligible())
         threshold = self.app.config["engine.inbox_consolidate_threshold"]
         if not notes or (not force and len(notes) < threshold
                          and not self._waited_enough(notes, state.submitted)):
-            return BatchResult()
+            if self.redo_failure is not None:  # nothing else ran: that batch is the news
+                raise self.redo_failure
+            return recovered or BatchResult()
         batch = notes[: self.app.config["engine.consolidation_max_batch"]]
         batch_id = self._journal(batch)
         return self.execute(batch_id)
@@ -177,8 +181,11 @@ class Pipeline:
     def recover(self) -> BatchResult | None:
         """Redo open batches. One that fails is logged and stays open for the next try (its
         notes are not picked again meanwhile), so neither start-up nor later batches wait on
-        it; a note that alone cannot be stored is set aside (see _upsert_records)."""
+        it; a note that alone cannot be stored is set aside (see _upsert_records). The last
+        redo's error is kept in `redo_failure` (None when every open batch ran through), so
+        the caller can report it: run() raises it when no other batch runs."""
         result = None
+        self.redo_failure = None
         for batch_id in self.app.db.read_blocking(journal.open_batch_ids):
             log.info("consolidation.resume", batch=batch_id)
             try:
@@ -188,6 +195,7 @@ class Pipeline:
             except Exception as exc:
                 log.exception("consolidation.resume_failed", batch=batch_id,
                               error=short(exc))
+                self.redo_failure = exc
         return result
 
     def _journal(self, batch: list[InboxNote]) -> str:
@@ -305,9 +313,34 @@ class Pipeline:
             text = notesfile.append_section(current, notesfile.render_section(digest, batch.id))
             kept, moved = notesfile.bound_notes(text, self.app.config["engine.notes_max_bytes"])
             self._step("notes")
-            if moved:
+            if moved and self._history_leads_out():
+                kept = text  # never followed out of the home (SPEC §2): notes.md keeps them
+            elif moved:
                 self._move_to_history(moved, text)
             atomic_write_text(notes_path, kept)
+
+    def _history_leads_out(self) -> bool:
+        """Whether notes-history.md (or notes/archive/) is a symlink leading out of the home:
+        such a link is never followed (SPEC §2), neither read nor appended to. The sections
+        bounding would move there stay in notes.md, and status.warnings names the link until
+        it is replaced by a file or by a link inside the home."""
+        history = self.app.home.notes_history
+        try:
+            inside = history.resolve().is_relative_to(self.app.home.root.resolve())
+            what = "a symlink leading out of the home"
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+            inside, what = False, "a symlink that does not resolve (a loop)"
+        if inside:
+            if self._history_warned:
+                self._history_warned = False
+                self.app.file_warnings.forget(history)
+            return False
+        self._history_warned = True
+        self.app.file_warnings.replaced(
+            history, f"{what}: never followed, so digest sections beyond "
+                     "engine.notes_max_bytes stay in notes.md until the link is replaced by a "
+                     "file (or a link inside the home)")
+        return True
 
     def _move_to_history(self, moved: str, bounded: str) -> None:
         """History first: a redo after a crash between the two writes finds the sections
@@ -333,6 +366,8 @@ class Pipeline:
 
     def _in_history(self, batch_id: str) -> bool:
         # Written only under the notes.md lock, which the caller holds (only on a redo).
+        if self._history_leads_out():
+            return False
         text = read_text(self.app.home.notes_history, self.app.file_warnings)
         return text is not None and notesfile.contains_entry(text, batch_id)
 

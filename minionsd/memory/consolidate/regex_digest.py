@@ -11,8 +11,10 @@ this one does not (SPEC §3.1 v2):
   indented sub-bullets, at most `EXTRA_PER_NOTE`, a line that opens with the gist giving
   only what follows it;
 * front matter is never scanned as content;
-* two lines are merged as duplicates only when they also carry the same numbers,
-  identifiers and paths (`port 3000` and `port 8080` stay two facts);
+* two lines are merged as duplicates only when they say the same thing: the same numbers,
+  identifiers and paths (`port 3000` and `port 8080` stay two facts) and the same words in
+  the same order once filler words (articles, `each`/`every`, forms of `be`, ...) are left
+  out, so "staging" and "production" lines stay two facts;
 * a note's own line is never dropped because notes.md already says something similar; only
   its sub-bullets are;
 * process and schedule notes (a release freeze, a weekly reset) get a `Process & Schedule`
@@ -24,7 +26,6 @@ This digest has its own categories; KB categories come from `classify.py`.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 
@@ -33,7 +34,6 @@ from minionsd.memory.consolidate.types import DigestNote, utf16_cut, utf16_len
 
 INSIGHT_MAX = 300
 FINGERPRINT_LEN = 80
-NEAR_DUPLICATE_RATIO = 0.7
 MIN_REST_WORDS = 3  # an insight's words after the gist it opens with, to keep it
 
 LABELS = {
@@ -78,11 +78,22 @@ _PROCESS_RE = re.compile(
     re.IGNORECASE)
 
 
+# Words that never change what a line says: articles, determiners, forms of `be`, pronouns
+# and intensifiers. Negations, prepositions (before/after, on/off) and quantifiers (all/any,
+# only) change a fact and are kept.
+_FILLER_TEXT = """
+    a an the this that these those each every is are was were be been being am it its
+    we you they i me my our your their us them and also just really very quite please
+"""
+FILLER_WORDS = frozenset(_FILLER_TEXT.split())
+
+
 @dataclass
 class _Line:
     text: str
     fingerprint: str
     tokens: frozenset[str]
+    words: tuple[str, ...]  # what the line says: see same_words
     sources: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
 
@@ -132,6 +143,17 @@ def fingerprint(text: str) -> str:
     return " ".join(word for word in kept.split(" ") if word)[:FINGERPRINT_LEN]
 
 
+def same_words(text: str) -> tuple[str, ...]:
+    """The line's words in order, normalised as `fingerprint` does but over the whole text,
+    filler words left out (all its words when nothing else is left). Two lines say the same
+    thing when these and their distinct tokens are equal."""
+    lowered = text.lower()
+    kept = lowered.translate(_ASCII_NOT_KEPT) if lowered.isascii() \
+        else _NOT_KEPT_RE.sub("", lowered)
+    words = [word for word in kept.split(" ") if word]
+    return tuple(w for w in words if w not in FILLER_WORDS) or tuple(words)
+
+
 def _line_insight(line: str) -> str | None:
     for pattern in (_NUMBERED_RE, _BULLET_RE):
         match = pattern.match(line)
@@ -165,8 +187,8 @@ def note_insights(note: DigestNote) -> list[str]:
 
 
 def _make(text: str, author: str, link: str | None = None) -> _Line:
-    return _Line(text, fingerprint(text), gist.distinct_tokens(text), [author],
-                 [link] if link else [])
+    return _Line(text, fingerprint(text), gist.distinct_tokens(text), same_words(text),
+                 [author], [link] if link else [])
 
 
 def _entry(note: DigestNote) -> _Entry:
@@ -215,21 +237,11 @@ def _known(line: _Line, existing_lower: str, existing_words: frozenset[str]) -> 
                for w in words)
 
 
-@functools.lru_cache(maxsize=4096)
-def _word_set(fp: str) -> frozenset[str]:
-    return frozenset(w for w in fp.split(" ") if len(w) > 2)
-
-
-def _similar(a: _Line, b: _Line) -> bool:
-    """Same fact: equal numbers, identifiers and paths, and the same or >70 % shared words."""
-    if a.tokens != b.tokens:
-        return False
-    if a.fingerprint == b.fingerprint:
-        return True
-    wa, wb = _word_set(a.fingerprint), _word_set(b.fingerprint)
-    if len(wa) < 3 or len(wb) < 3:
-        return False
-    return len(wa & wb) / max(len(wa), len(wb)) > NEAR_DUPLICATE_RATIO
+def _same_key(line: _Line) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Lines with equal keys say the same thing: the same numbers, identifiers and paths, and
+    the same words in the same order but for filler words ("after every schema migration" and
+    "after each schema migration"). A line with no word at all is only its own text."""
+    return line.tokens, line.words or (line.text,)
 
 
 def _credit(kept: _Line, line: _Line) -> None:
@@ -246,24 +258,24 @@ def _dedupe(entries: list[_Entry], existing: str) -> tuple[list[_Entry], int]:
     existing_lower = existing.lower()
     existing_words = frozenset(_ASCII_WORD.findall(existing_lower))
     kept: list[_Entry] = []
-    # Only lines with equal distinct tokens can be similar (_similar's first test), so each
-    # line is compared with those alone, in the order they were kept.
-    kept_mains: dict[frozenset[str], list[_Entry]] = {}
-    lines: dict[frozenset[str], list[_Line]] = {}
+    # The first kept main line, and the first kept line of any kind, for each _same_key.
+    kept_mains: dict[tuple, _Entry] = {}
+    lines: dict[tuple, _Line] = {}
     removed = 0
     for entry in entries:
-        twin = next((k for k in kept_mains.get(entry.main.tokens, ())
-                     if _similar(entry.main, k.main)), None)
+        key = _same_key(entry.main)
+        twin = kept_mains.get(key)
         if twin is not None:
             _credit(twin.main, entry.main)
             removed += 1
         else:
             kept.append(_Entry(entry.category, entry.main))
-            kept_mains.setdefault(entry.main.tokens, []).append(kept[-1])
-            lines.setdefault(entry.main.tokens, []).append(entry.main)
+            kept_mains[key] = kept[-1]
+            lines.setdefault(key, entry.main)
         owner = twin or kept[-1]
         for sub in entry.subs:
-            near = next((k for k in lines.get(sub.tokens, ()) if _similar(sub, k)), None)
+            key = _same_key(sub)
+            near = lines.get(key)
             if near is not None:
                 _credit(near, sub)
                 removed += 1
@@ -271,7 +283,7 @@ def _dedupe(entries: list[_Entry], existing: str) -> tuple[list[_Entry], int]:
                 removed += 1
             else:
                 owner.subs.append(sub)
-                lines.setdefault(sub.tokens, []).append(sub)
+                lines[key] = sub
     return kept, removed
 
 

@@ -9,9 +9,11 @@ This module owns what an agent reads of each recalled record and how many fit. P
   then its title and body.
 * :func:`pack` takes records best first, at most ``top_k`` of them, while the rendered text stays
   within ``max_bytes`` UTF-8 bytes; a record that does not fit is skipped and a later, smaller one
-  may still be taken. The score cutoff (:class:`Cutoff`) leaves out weak matches: a record
-  scoring below ``min_score_ratio`` times the best record's score (:func:`score_floor`) is
-  packed only when it closely follows the record packed before it, or holds a rare
+  may still be taken. The best record bigger than a whole pack is then packed last, cut to
+  the room left (at least ``CUT_MIN_BYTES``), with a line naming its id. The score cutoff
+  (:class:`Cutoff`) leaves out weak matches: a record scoring below ``min_score_ratio`` times
+  the best record's score (:func:`score_floor`) is packed only when it closely follows the
+  record packed before it, or holds a rare
   identifier, error code or file name of the task that no packed record holds, or (given
   `related`) shares the rare words of the first record packed (fewer of them when it adds a
   rare word of the task the pack lacks): ``top_k`` is a ceiling, not a quota. The result is
@@ -49,6 +51,9 @@ ALSO_MAX = 3
 # .related.SHARED_MIN: it adds a side of the task the pack lacks, and the shared word says it
 # is about the same thing (chosen on the blind evaluation set: docs/retrieval.md).
 ADDING_SHARED = 1
+# A record too big for a whole pack is packed cut to the room left, when at least this many
+# bytes are left: its beginning and its id (memory.get has the rest) beat leaving it out.
+CUT_MIN_BYTES = 1024
 # A record sharing .related.SHARED_MIN rare words with the first record packed is packed down
 # to this share of the floor (below LAST_FLOOR: such a record names the same incident or
 # component however few of the task's words it holds; chosen on the blind set).
@@ -246,8 +251,10 @@ def pack(
     below it, nothing more can fit and the rest of `scored` is not read (with a lazy ranking,
     not even scored).
     """
+    smallest = min(smallest, CUT_MIN_BYTES)  # a record too big for any pack fits cut
     chosen: list[tuple[Scored, int]] = []
     parts: list[str] = []
+    too_big: Scored | None = None  # the best record admitted that no pack could hold
     also: dict[int, list[str]] = {}  # position in chosen -> restatements left out
     used = 0
     separator = len(ITEM_SEPARATOR.encode("utf-8"))
@@ -269,10 +276,14 @@ def pack(
         if not admitted:
             continue
         if used + min_size(item.record) > max_bytes:
+            if too_big is None and min_size(item.record) > max_bytes:
+                too_big = item
             continue  # cannot fit: skip it without rendering
         text, size = _rendered(item.record, memos)
         extra = size + (separator if chosen else 0)
         if used + extra > max_bytes:
+            if too_big is None and size > max_bytes:
+                too_big = item
             continue
         if seen is not None:
             verdict = seen.check(item)
@@ -286,12 +297,38 @@ def pack(
         used += extra
         if full():
             break  # before the next item is read
+    room = max_bytes - used - (separator if chosen else 0)
+    if too_big is not None and len(chosen) < top_k and room >= CUT_MIN_BYTES \
+            and (seen is None or seen.check(too_big) == ADMITTED):
+        cut = _cut_to(too_big.record, room)  # last: a smaller copy or the rest came first
+        if cut is not None:
+            chosen.append((too_big, cut[1]))
+            parts.append(cut[0])
     for position, names in also.items():
         line = ALSO_PREFIX + ", ".join(names)
         parts[position] += line
         item, size = chosen[position]
         chosen[position] = (item, size + len(line.encode("utf-8")))
     return ITEM_SEPARATOR.join(parts), chosen
+
+
+def _cut_to(record: Mapping[str, Any], room: int) -> tuple[str, int] | None:
+    """The rendered record cut to at most `room` UTF-8 bytes: its provenance line, as much of
+    the rest as fits (on a character boundary, at a line end when one is near), and a last
+    line saying it was cut and how to read all of it. None when not even that fits."""
+    text, size = _rendered(record)
+    notice = (f"\n[cut to fit: {size:,} bytes in all; memory_get "
+              f"{_one_line(record.get('id'))} shows the rest]")
+    keep = room - len(notice.encode("utf-8"))
+    head = text.split("\n", 1)[0]
+    if keep <= len(head.encode("utf-8")):
+        return None
+    shown = text.encode("utf-8")[:keep].decode("utf-8", "ignore")
+    line_end = shown.rfind("\n")
+    if line_end >= max(len(head), len(shown) * 4 // 5):
+        shown = shown[:line_end]
+    cut = shown.rstrip() + notice
+    return cut, len(cut.encode("utf-8"))
 
 
 def _name_also(also: dict[int, list[str]], position: int, item: Scored, room: int) -> int:
