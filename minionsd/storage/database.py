@@ -121,10 +121,6 @@ def answers(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1").fetchone()[0] == 1
 
 
-# While closing, the read connections' running statements are interrupted this often until
-# the reader threads are done (see Database._stop_reads).
-INTERRUPT_EVERY_S = 0.05
-
 # Threads that prepare writes: a batch of memory.add is cut in as many parts, so one part's
 # tokenising in SQLite (which lets go of the GIL) overlaps another's redaction in Python.
 PREPARING_THREADS = 2
@@ -353,23 +349,18 @@ class Database:
         """Shut the reader pools down without waiting for a long read (a search, a scan) to
         end: queued reads are refused (_read), and every read connection's running statement
         is interrupted, again until the pools' threads are done (a read that was between two
-        statements starts its next one, which is interrupted in turn)."""
-        done = threading.Event()
-
+        statements starts its next one, which is interrupted in turn, every 50 ms)."""
         def shut_down() -> None:
             self._light.shutdown(wait=True)
             self._readers.shutdown(wait=True)
-            done.set()
 
         waiter = threading.Thread(target=shut_down, name="db-close")
         waiter.start()
-        while True:
+        while waiter.is_alive():
             with self._read_lock:
                 for conn in self._read_conns:
                     conn.interrupt()
-            if done.wait(INTERRUPT_EVERY_S):
-                break
-        waiter.join()
+            waiter.join(0.05)
 
     def close(self) -> None:
         if self._closed:
