@@ -132,6 +132,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         check_fts5()
         self.path = path
+        self._stopping = False  # set by close(): no read starts, running ones are interrupted
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-writer")
         self._readers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="db-reader")
         # One more reader for small keyed reads (status, health): never queued behind searches.
@@ -311,6 +312,8 @@ class Database:
         return conn
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._stopping:
+            raise StorageError("the database is closing: minionsd is stopping")
         return fn(self.reader(), *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
@@ -342,13 +345,30 @@ class Database:
         """The same from a non-loop thread."""
         return self._read_on(self._light, "db-light", fn, *args)
 
+    def _stop_reads(self) -> None:
+        """Shut the reader pools down without waiting for a long read (a search, a scan) to
+        end: queued reads are refused (_read), and every read connection's running statement
+        is interrupted, again until the pools' threads are done (a read that was between two
+        statements starts its next one, which is interrupted in turn, every 50 ms)."""
+        def shut_down() -> None:
+            self._light.shutdown(wait=True)
+            self._readers.shutdown(wait=True)
+
+        waiter = threading.Thread(target=shut_down, name="db-close")
+        waiter.start()
+        while waiter.is_alive():
+            with self._read_lock:
+                for conn in self._read_conns:
+                    conn.interrupt()
+            waiter.join(0.05)
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._stopping = True
         self._group.close()
-        self._light.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
+        self._stop_reads()
         self._prep.shutdown(wait=True, cancel_futures=True)
         with self._read_lock:
             for scratch in self._scratches:

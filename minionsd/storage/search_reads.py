@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Sequence
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -180,11 +181,100 @@ def ranks_and_count(conn: sqlite3.Connection, expression: str, weights: str,
 
 _PAGE = "minions_page"  # a TEMP FTS5 table of the caller's connection: the page's bodies only
 _PAGE_SOURCE = "minions_page_rows"  # its content: a TEMP view of memory_records
+_WINDOWS = "minions_page_windows"  # TEMP: the window of each long body on the page (by seq)
+_PIECES = "minions_page_pieces"  # TEMP contentless FTS5 table: one long body's pieces
 # Every row of the page index holds this token in this column, so the page expression
 # (`expression OR mark : m`) visits every row of the page, also those whose body holds no
 # phrase of the query (their snippet is the body's start, as FTS5 makes it for them).
 _MARK_COLUMN = "mark"
 _MARK = "m"
+# FTS5's snippet() costs the square of the row's hits (it scores a window at every hit, each
+# over every hit), so a body longer than this many characters is not indexed whole: only its
+# window, the piece of at most this size that ranks best for the query, goes in.
+SNIPPET_WINDOW = 8192
+# A piece ends after the last white space within this many characters of its size limit.
+_CUT_REACH = 256
+ELLIPSIS = "\u2026"
+
+
+def window_spans(text: str, size: int = SNIPPET_WINDOW) -> list[tuple[int, int]]:
+    """(start, end) of the consecutive pieces `text` is cut into, each at most `size`
+    characters, together all of it. A cut comes after a white space character (no token
+    spans one) within _CUT_REACH characters of the limit, else after punctuation there,
+    else at the limit."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while len(text) - start > size:
+        limit = start + size
+        reach = max(start + 1, limit - _CUT_REACH)
+        cut = _cut_after(text, reach, limit, str.isspace) \
+            or _cut_after(text, reach, limit, _is_punctuation) or limit
+        spans.append((start, cut))
+        start = cut
+    spans.append((start, len(text)))
+    return spans
+
+
+def _cut_after(text: str, low: int, high: int, separator: Callable[[str], bool]) -> int:
+    """The position after the last character of text[low:high] that is a separator; 0 if none."""
+    for i in range(high - 1, low - 1, -1):
+        if separator(text[i]):
+            return i + 1
+    return 0
+
+
+def _is_punctuation(char: str) -> bool:
+    return unicodedata.category(char).startswith("P")
+
+
+def window_text(text: str, span: tuple[int, int]) -> str:
+    """text[span], with an ellipsis word on each side where text goes on (an ellipsis is no
+    token, so FTS5 shows it as the text around the tokens it cut at)."""
+    start, end = span
+    return ((ELLIPSIS + " " if start > 0 else "") + text[start:end]
+            + (" " + ELLIPSIS if end < len(text) else ""))
+
+
+def _best_piece(cur: sqlite3.Cursor, text: str, expression: str) -> str:
+    """The window of a long body: its piece (window_spans) that ranks best under `expression`
+    (bm25 among the pieces; the first of equals), or its first piece when none matches."""
+    spans = window_spans(text)
+    cur.executemany(f"INSERT INTO temp.{_PIECES} (rowid, body) VALUES (?, ?)",
+                    ((i, text[start:end]) for i, (start, end) in enumerate(spans)))
+    try:
+        best = cur.execute(f"""SELECT rowid FROM temp.{_PIECES} WHERE {_PIECES} MATCH ?
+                               ORDER BY rank, rowid LIMIT 1""", (expression,)).fetchone()
+    finally:
+        cur.execute(f"INSERT INTO temp.{_PIECES} ({_PIECES}) VALUES ('delete-all')")
+    return window_text(text, spans[best[0] if best else 0])
+
+
+def _create(cur: sqlite3.Cursor) -> None:
+    """The page index's TEMP tables and view, on the connection's first page."""
+    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_WINDOWS} "
+                "(seq INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+    cur.execute(f"CREATE TEMP VIEW IF NOT EXISTS {_PAGE_SOURCE} AS "
+                f"SELECT r.seq AS seq, coalesce(w.body, r.body) AS body, "
+                f"'{_MARK}' AS {_MARK_COLUMN} FROM main.memory_records r "
+                f"LEFT JOIN temp.{_WINDOWS} w ON w.seq = r.seq")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PAGE} USING fts5(body, "
+                f"{_MARK_COLUMN}, content='{_PAGE_SOURCE}', content_rowid='seq', "
+                f"tokenize='{fts.TOKENIZER}')")
+    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PIECES} USING fts5(body, "
+                f"content='', tokenize='{fts.TOKENIZER}')")
+
+
+def _fill(cur: sqlite3.Cursor, seqs: str, long: list[tuple[int, str]],
+          expression: str) -> None:
+    """The page index of `seqs` (a JSON array), the `long` bodies among them as their
+    windows. Its first statement fails, and nothing is written, when the tables are not
+    made yet."""
+    for seq, body in long:
+        window = _best_piece(cur, body, expression)
+        cur.execute(f"INSERT INTO temp.{_WINDOWS} (seq, body) VALUES (?, ?)", (seq, window))
+    cur.execute(f"""INSERT INTO temp.{_PAGE} (rowid, body, {_MARK_COLUMN})
+                    SELECT seq, body, {_MARK_COLUMN} FROM temp.{_PAGE_SOURCE}
+                    WHERE seq IN (SELECT value FROM json_each(?))""", (seqs,))
 
 
 @contextmanager
@@ -193,23 +283,30 @@ def page_index(conn: sqlite3.Connection, seqs: list[int],
     """(table, expression): a TEMP FTS5 table holding, in column 0, the bodies of the
     memory_records rows `seqs` alone (rowid = seq), and an FTS5 expression matching each of
     them, under which ``snippet(table, 0, ...)`` gives, byte for byte, what
-    ``snippet(memory_fts, 1, ...)`` gives under `expression` in a search of memory_fts.
+    ``snippet(memory_fts, 1, ...)`` gives under `expression` in a search of memory_fts, for
+    every body of at most SNIPPET_WINDOW characters. A longer body is there as its window
+    (_best_piece), so its snippet costs what a body of that size costs, however long it is.
 
     snippet() reads only the column it is asked for: that column's text, its size in tokens
     and the places in it where the query's phrases hit, none of which depends on the other
     columns or rows, and the table tokenises as memory_fts does. Made this way, the page's
     snippets do not make FTS5 walk every match of the query again (as a MATCH on memory_fts
-    does, however few rows it keeps). The table is emptied on the way out."""
+    does, however few rows it keeps). The tables are emptied on the way out."""
     cur = fts.plain_cursor(conn)
-    cur.execute(f"CREATE TEMP VIEW IF NOT EXISTS {_PAGE_SOURCE} AS "
-                f"SELECT seq, body, '{_MARK}' AS {_MARK_COLUMN} FROM main.memory_records")
-    cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_PAGE} USING fts5(body, "
-                f"{_MARK_COLUMN}, content='{_PAGE_SOURCE}', content_rowid='seq', "
-                f"tokenize='{fts.TOKENIZER}')")
+    wanted = json.dumps(seqs)
+    long = cur.execute(f"""SELECT seq, body FROM main.memory_records
+                           WHERE seq IN (SELECT value FROM json_each(?))
+                             AND length(body) > {SNIPPET_WINDOW}""", (wanted,)).fetchall()
     try:
-        cur.execute(f"""INSERT INTO temp.{_PAGE} (rowid, body, {_MARK_COLUMN})
-                        SELECT seq, body, {_MARK_COLUMN} FROM temp.{_PAGE_SOURCE}
-                        WHERE seq IN (SELECT value FROM json_each(?))""", (json.dumps(seqs),))
+        try:
+            _fill(cur, wanted, long, expression)
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            _create(cur)
+            _fill(cur, wanted, long, expression)
         yield _PAGE, f"({expression}) OR {_MARK_COLUMN} : {_MARK}"
     finally:
         cur.execute(f"INSERT INTO temp.{_PAGE} ({_PAGE}) VALUES ('delete-all')")
+        if long:
+            cur.execute(f"DELETE FROM temp.{_WINDOWS}")
