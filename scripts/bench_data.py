@@ -274,9 +274,13 @@ def inbox_note(vocab: Vocabulary, seed: int, index: int, day: datetime,
     title = vocab.title(rng)
     slug = "-".join(w for w in "".join(c if c.isalnum() else " " for c in title.lower()).split()
                     [:6])
+    task = f"W-{rng.randint(1, 20000)}"
+    if kind == "finding":  # one finding per task, for a successful one (SPEC 3.6)
+        task = f"W-{seed}-{index:05d}"
     lines = ["---", f"id: {author}-{index:05d}", f"agent: {author}", f"date: {day:%Y-%m-%d}",
              f"title: \"{title}\"", f"kind: {kind}", f"project: {project}",
-             f"task: W-{rng.randint(1, 20000)}", f"pr: {rng.randint(100, 9999)}",
+             f"task: {task}", f"pr: {rng.randint(100, 9999)}",
+             *(["outcome: success"] if kind == "finding" else []),
              f"tags: [{', '.join(rng.sample(tables.TAGS, 2))}]", "---", "", f"# {title}", ""]
     target = rng.randint(1000, 3000)
     sections = ("Context", "What happened", "Findings", "Decision", "Next steps")

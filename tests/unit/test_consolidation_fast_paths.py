@@ -155,14 +155,17 @@ def test_block_writer_takes_the_usual_entry():
 # --- the regex digest's duplicate search: lines compared only with equal-token lines ------
 
 def _dedupe_plain(entries, existing):
-    """The duplicate search as first written: every line against every kept line."""
+    """The duplicate search written plainly: every line against every kept line."""
     from minionsd.memory.consolidate import regex_digest as rd
+
+    def similar(a, b):  # two lines say the same thing (the rule the fast search keys on)
+        return rd._same_key(a) == rd._same_key(b)
 
     existing_lower = existing.lower()
     existing_words = frozenset(rd._ASCII_WORD.findall(existing_lower))
     kept, lines, removed = [], [], 0
     for entry in entries:
-        twin = next((k for k in kept if rd._similar(entry.main, k.main)), None)
+        twin = next((k for k in kept if similar(entry.main, k.main)), None)
         if twin is not None:
             rd._credit(twin.main, entry.main)
             removed += 1
@@ -171,7 +174,7 @@ def _dedupe_plain(entries, existing):
             lines.append(entry.main)
         owner = twin or kept[-1]
         for sub in entry.subs:
-            near = next((k for k in lines if rd._similar(sub, k)), None)
+            near = next((k for k in lines if similar(sub, k)), None)
             if near is not None:
                 rd._credit(near, sub)
                 removed += 1
