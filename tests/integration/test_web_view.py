@@ -484,6 +484,20 @@ def test_narrow_dark_and_keyboard(browser: Any, site: Site) -> None:
         s.close()
 
 
+def test_a_records_agent_link_works_for_an_agent_nobody_configured(admin: Session,
+                                                                   site: Site) -> None:
+    """A record written by an agent that is not configured and never recalled anything: its
+    agent link opens that agent's records, not a 404."""
+    added = site.call("memory.add", body="Ghost agents write notes too.", type="semantic",
+                      scope="global", trust="agent", source="test", agent="ghost-writer")
+    s = admin
+    s.goto(f"/records/{added['id']}")
+    s.page.click("a:has-text('ghost-writer')")
+    s.page.wait_for_load_state()
+    assert s.page.url.endswith("/records?agent=ghost-writer")
+    assert s.page.locator(f"a[href='/records/{added['id']}']").count() == 1
+
+
 def test_a_stopped_daemon_is_a_page_that_says_so(admin: Session, site: Site) -> None:
     """Last in the module: it stops the daemon (the gateway stays up)."""
     s = admin
@@ -494,3 +508,4 @@ def test_a_stopped_daemon_is_a_page_that_says_so(admin: Session, site: Site) -> 
     assert "Start it with `minionsd`" in s.page.inner_text("[role=alert]")
     answer = s.context.request.get("/records.json")
     assert answer.status == 503 and "not running" in answer.json()["error"]["title"]
+
