@@ -26,6 +26,10 @@ RECORD_FIELDS = ("id", "type", "status", "trust", "importance", "confidence", "p
                  "created_at", "updated_at", "expires_at", "superseded_by", "rank")
 SELECTED_FIELDS = ("id", "type", "trust", "date", "score", "bytes")
 ENTRY_FIELDS = ("category", "updated_at")
+# Of an error's `data`, the fields the daemon or the gateway makes: the parameter or key at
+# fault, an id, an HTTP status, reason and Retry-After. Not a name it quotes (another agent's
+# note named after its title, a path): the fenced text holds those.
+ERROR_DATA_FIELDS = ("param", "key", "field", "id", "status", "reason", "retry_after")
 
 
 def plain(value: Any) -> bool:
@@ -56,7 +60,7 @@ def error(data: Mapping[str, Any]) -> dict[str, Any]:
     kept = pick(inner, ("kind", "method", "code", "message", "field", "name", "socket"))
     extra = inner.get("data")
     if isinstance(extra, Mapping):
-        kept["data"] = {k: v for k, v in extra.items() if isinstance(k, str) and _safe(v)}
+        kept["data"] = pick(extra, ERROR_DATA_FIELDS)
     return {"error": kept}
 
 
