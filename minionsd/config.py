@@ -300,7 +300,7 @@ class Config:
             return copy.deepcopy(self.values["agents"][parts[1]])
         lookup_key(dotted)
         node: Any = self.values
-        for part in dotted.split("."):
+        for part in parts:
             if not isinstance(node, dict) or part not in node:
                 return None
             node = node[part]

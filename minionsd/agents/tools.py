@@ -19,6 +19,8 @@ from minionsd.agents.session import Session, ToolFailure
 from minionsd.text.fence import escape_fence_markers, fence
 
 Result = tuple[str, dict[str, Any]]
+# home.KB_CATEGORIES, which agents/ may not import (tests/unit/test_layers.py); a test pins
+# the two equal.
 CATEGORIES = ("architecture", "conventions", "project-notes", "build-reports", "reviews")
 ECHO_CHARS = 60
 

@@ -139,3 +139,10 @@ def test_a_stateless_connection_serves_without_initialize(tmp_path):
     conn = Connection(Session.create(str(tmp_path), None, "agent", None), stateless=True)
     assert len(ask(conn, "tools/list")["result"]["tools"]) == 9
     assert ask(connection(tmp_path), "tools/list")["error"]["code"] == -32602
+
+
+def test_the_tools_know_the_knowledge_bases_categories():
+    from minionsd.agents.tools import CATEGORIES
+    from minionsd.home import KB_CATEGORIES
+
+    assert tuple(CATEGORIES) == tuple(KB_CATEGORIES)
